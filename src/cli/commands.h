@@ -1,0 +1,20 @@
+// flint/cli/commands.h — each subcommand registers itself on the top-level CLI11 app.
+// One file per subcommand (cmd_<name>.cpp); main.cpp calls every register function below.
+#pragma once
+#include <CLI/CLI.hpp>
+
+namespace flint::cli {
+
+void register_inspect(CLI::App& app);   // cmd_inspect.cpp
+void register_tokenize(CLI::App& app);  // cmd_tokenize.cpp
+CLI::App* register_bench(CLI::App& app);  // cmd_bench.cpp (returns the bench command for its sub-benchmarks)
+void register_bench_tokenize(CLI::App& bench);  // bench_tokenize.cpp
+void register_run(CLI::App& app);       // cmd_run.cpp
+void register_quantize(CLI::App& app);  // cmd_quantize.cpp
+void register_mkmodel(CLI::App& app);   // cmd_mkmodel.cpp
+
+// The model flint uses when none is given: ../shared/models/stories260K.gguf next to the source tree,
+// or beside the working directory.
+std::string default_model_path();
+
+}  // namespace flint::cli

@@ -1,0 +1,53 @@
+// flint/tensor/dtype.h — weight/activation element types, numbered as in GGUF (ggml_type),
+// so a tensor's type id in a file maps to a DType with no table in between.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace flint {
+
+enum class DType : uint32_t {
+    F32 = 0,
+    F16 = 1,
+    Q4_0 = 2,
+    Q4_1 = 3,
+    Q5_0 = 6,
+    Q5_1 = 7,
+    Q8_0 = 8,
+    Q8_1 = 9,
+    Q2_K = 10,
+    Q3_K = 11,
+    Q4_K = 12,
+    Q5_K = 13,
+    Q6_K = 14,
+    Q8_K = 15,
+    I8 = 24,
+    I16 = 25,
+    I32 = 26,
+    I64 = 27,
+    F64 = 28,
+    BF16 = 30,
+};
+
+struct DTypeTraits {
+    std::string_view name;   // "q8_0"
+    uint32_t block_elems;    // elements per block (1 for plain types)
+    uint32_t block_bytes;    // bytes per block
+};
+
+// Traits for a known type id, or nullopt for ids flint does not know (reported as "unknown tensor type").
+std::optional<DTypeTraits> dtype_traits(uint32_t type_id);
+DTypeTraits traits(DType t);  // for a DType value known to be valid
+std::string_view dtype_name(DType t);
+// Parses "q8_0", "Q8_0", "f16"...; nullopt when unknown.
+std::optional<DType> dtype_from_name(std::string_view name);
+
+// Bytes for a row of n elements; n must be a multiple of block_elems (checked by callers).
+inline size_t row_bytes(DType t, size_t n) {
+    DTypeTraits tr = traits(t);
+    return n / tr.block_elems * tr.block_bytes;
+}
+
+}  // namespace flint

@@ -1,0 +1,38 @@
+// flint/tensor/matmul.h — the matrix-vector / matrix-matrix products of the forward pass.
+//
+// Weights are stored as GGUF lays them out: `rows` rows of `cols` elements each, every row contiguous
+// (ne[0] = cols). Activations are f32. For quantized weights the activations are quantized once per row
+// (Q8_0 for the 32-element formats, Q8_K for K-quants) and dotted with integer arithmetic, as fast CPU
+// engines do. The instruction set (scalar / AVX2 / AVX-512) is chosen once at start-up.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "tensor/dtype.h"
+
+namespace flint {
+
+class ThreadPool;
+
+struct WeightView {
+    DType type = DType::F32;
+    const void* data = nullptr;  // rows * row_bytes(type, cols) bytes
+    int64_t rows = 0;            // output features
+    int64_t cols = 0;            // input features (ne[0])
+};
+
+// y[t * rows + r] = sum_c W[r, c] * x[t * cols + c]  for t in [0, n_tokens), r in [0, rows).
+// Work is split across the pool by output rows, so each weight byte is read once per call however
+// many tokens are in the batch. `pool` may be null (single thread).
+void matmul(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool* pool);
+
+// One row of W as f32 (embedding lookup): out[cols].
+void get_row(const WeightView& w, int64_t row, float* out);
+
+enum class Isa { Scalar, AVX2, AVX512 };
+Isa active_isa();              // what matmul uses now
+Isa best_isa();                // the best this CPU supports
+void set_isa(Isa isa);         // tests and benchmarks force a path; throws if the CPU lacks it
+const char* isa_name(Isa isa);
+
+}  // namespace flint

@@ -1,0 +1,44 @@
+// flint/tensor/thread_pool.h — a persistent pool of worker threads for the kernels.
+// Threads are created once; each parallel region wakes them, they spin briefly on an atomic epoch
+// (a decode step is ~100 µs on small models, far shorter than a futex round trip), then sleep on a
+// condition variable when idle. The calling thread takes part as worker 0.
+#pragma once
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace flint {
+
+class ThreadPool {
+public:
+    explicit ThreadPool(int n_threads);  // n_threads >= 1, including the caller
+    ~ThreadPool();
+    ThreadPool(const ThreadPool&) = delete;
+    ThreadPool& operator=(const ThreadPool&) = delete;
+
+    int size() const { return n_threads_; }
+    // Runs fn(thread_index, n_threads) on every thread (the caller is index 0) and waits for all.
+    // Not re-entrant: fn must not call run() on the same pool.
+    void run(const std::function<void(int, int)>& fn);
+    // Splits [0, n) into contiguous ranges, one per thread: fn(begin, end).
+    void parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn);
+
+private:
+    void worker(int index);
+
+    int n_threads_;
+    std::vector<std::thread> threads_;
+    const std::function<void(int, int)>* job_ = nullptr;
+    std::atomic<uint64_t> epoch_{0};
+    std::atomic<int> pending_{0};
+    std::atomic<bool> stop_{false};
+    std::mutex mu_;
+    std::condition_variable cv_;
+    std::atomic<int> sleepers_{0};
+};
+
+}  // namespace flint

@@ -1,0 +1,31 @@
+// flint/util/mapped_file.h — a read-only memory map of a whole file (RAII).
+// Model weights stay in the page cache and are shared between processes; RSS grows only with the
+// pages actually touched.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace flint {
+
+class MappedFile {
+public:
+    MappedFile() = default;
+    explicit MappedFile(const std::string& path);  // throws flint::Error naming the path
+    ~MappedFile();
+    MappedFile(MappedFile&& o) noexcept;
+    MappedFile& operator=(MappedFile&& o) noexcept;
+    MappedFile(const MappedFile&) = delete;
+    MappedFile& operator=(const MappedFile&) = delete;
+
+    const uint8_t* data() const { return data_; }
+    size_t size() const { return size_; }
+    const std::string& path() const { return path_; }
+
+private:
+    std::string path_;
+    const uint8_t* data_ = nullptr;
+    size_t size_ = 0;
+};
+
+}  // namespace flint

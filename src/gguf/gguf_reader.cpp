@@ -58,6 +58,14 @@ private:
     const std::string& name_;
 };
 
+// "0 f32, 1 f16, 2 q4_0, …": the type ids flint knows, for the unknown-type message.
+std::string known_types() {
+    std::string s;
+    for (uint32_t id = 0; id < 64; ++id)
+        if (auto tr = dtype_traits(id)) s += (s.empty() ? "" : ", ") + std::to_string(id) + " " + std::string(tr->name);
+    return s;
+}
+
 bool valid_value_type(uint32_t t) { return t <= static_cast<uint32_t>(ValueType::F64); }
 
 Value read_value(Cursor& c, ValueType type, const std::string& file, const std::string& key, int depth);
@@ -311,7 +319,7 @@ void File::parse_all() {
         uint64_t n = 1;
         for (uint32_t d = 0; d < n_dims; ++d) {
             ti.dims[d] = c.read<uint64_t>(what + " dimensions");
-            if (ti.dims[d] == 0) fail(name_, ": ", what, ": dimension ", d, " is 0");
+            if (ti.dims[d] == 0) fail(name_, ": ", what, ": dimension ", d, " is 0 (expected >= 1)");
             if (ti.dims[d] > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) ||
                 n > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) / ti.dims[d])
                 fail(name_, ": ", what, ": shape ", ti.shape_string(), " overflows 63 bits");
@@ -320,11 +328,15 @@ void File::parse_all() {
         ti.n_elements = n;
         uint32_t type = c.read<uint32_t>(what + " type");
         auto tr = dtype_traits(type);
-        if (!tr) fail(name_, ": ", what, ": unknown tensor type ", type);
+        if (!tr) fail(name_, ": ", what, ": unknown tensor type ", type, " (expected one of ", known_types(), ")");
         ti.type = static_cast<DType>(type);
         if (ti.dim(0) % tr->block_elems != 0)
             fail(name_, ": ", what, ": row length ", ti.dim(0), " is not a multiple of the ", tr->name, " block size ",
                  tr->block_elems);
+        // The element count fits in 63 bits, but its byte count may not fit in 64 (2^62 f64s): refuse
+        // instead of wrapping to a small size that would then pass the bounds check below.
+        if (n / tr->block_elems > std::numeric_limits<uint64_t>::max() / tr->block_bytes)
+            fail(name_, ": ", what, ": ", n, " elements of ", tr->name, " overflow a 64-bit byte count");
         ti.n_bytes = n / tr->block_elems * tr->block_bytes;
         ti.offset = c.read<uint64_t>(what + " data offset");
         if (ti.offset % alignment_ != 0)

@@ -1,0 +1,60 @@
+#include "kv/kv_cache.h"
+
+#include <cerrno>
+#include <cstring>
+#include <sys/mman.h>
+
+#include "util/error.h"
+
+namespace flint {
+
+size_t KVCache::bytes_per_token(int n_layers, int kv_dim, DType type) {
+    return static_cast<size_t>(n_layers) * 2 * kv_dim * (type == DType::F16 ? 2 : 4);
+}
+
+KVCache::KVCache(const KVConfig& cfg) : cfg_(cfg) {
+    if (cfg.type != DType::F32 && cfg.type != DType::F16)
+        fail("KV cache type ", dtype_name(cfg.type), " is not supported (f32 or f16)");
+    if (cfg.n_layers <= 0 || cfg.kv_dim <= 0 || cfg.block_size <= 0 || cfg.n_blocks <= 0)
+        fail("KV cache: invalid configuration (layers ", cfg.n_layers, ", kv_dim ", cfg.kv_dim, ", block size ",
+             cfg.block_size, ", blocks ", cfg.n_blocks, ")");
+    row_bytes_ = static_cast<size_t>(cfg.kv_dim) * (cfg.type == DType::F16 ? 2 : 4);
+    layer_half_bytes_ = row_bytes_ * cfg.block_size;
+    block_bytes_ = layer_half_bytes_ * 2 * cfg.n_layers;
+    total_bytes_ = block_bytes_ * cfg.n_blocks;
+    void* p = ::mmap(nullptr, total_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED)
+        fail("KV cache: cannot reserve ", total_bytes_ >> 20, " MiB for ", cfg.n_blocks, " blocks: ", std::strerror(errno));
+    base_ = static_cast<uint8_t*>(p);
+    refs_.assign(cfg.n_blocks, 0);
+    free_.reserve(cfg.n_blocks);
+    for (int64_t b = cfg.n_blocks - 1; b >= 0; --b) free_.push_back(static_cast<int32_t>(b));
+}
+
+KVCache::~KVCache() {
+    if (base_) ::munmap(base_, total_bytes_);
+}
+
+int32_t KVCache::alloc() {
+    if (free_.empty()) return -1;
+    int32_t b = free_.back();
+    free_.pop_back();
+    refs_[b] = 1;
+    return b;
+}
+
+void KVCache::retain(int32_t block) { ++refs_[block]; }
+
+void KVCache::release(int32_t block) {
+    if (refs_[block] <= 0) fail("KV cache: block ", block, " released more often than retained");
+    if (--refs_[block] == 0) free_.push_back(block);
+}
+
+void KVCache::copy_block(int32_t from, int32_t to, int n_slots) {
+    for (int l = 0; l < cfg_.n_layers; ++l) {
+        std::memcpy(k(to, l), k(from, l), row_bytes_ * n_slots);
+        std::memcpy(v(to, l), v(from, l), row_bytes_ * n_slots);
+    }
+}
+
+}  // namespace flint

@@ -1,0 +1,235 @@
+// The forward pass as a recipe of free functions: embed → per layer (norm, QKV, RoPE, KV write, attention,
+// output projection, residual, norm, SwiGLU FFN, residual) → final norm → output projection.
+#include "model/forward.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "kv/kv_cache.h"
+#include "model/rope.h"
+#include "tensor/matmul.h"
+#include "tensor/quant.h"
+#include "tensor/thread_pool.h"
+#include "tensor/vec.h"
+#include "util/error.h"
+
+namespace flint {
+namespace {
+
+// x, out: [T][n]. The sum of squares is accumulated in double, as the reference engine does.
+void rms_norm(const float* x, const float* w, float* out, int64_t T, int n, float eps) {
+    for (int64_t t = 0; t < T; ++t) {
+        const float* xr = x + t * n;
+        float* o = out + t * n;
+        double ss = 0;
+        for (int i = 0; i < n; ++i) ss += static_cast<double>(xr[i]) * xr[i];
+        const float scale = 1.0f / std::sqrt(static_cast<float>(ss / n) + eps);
+        for (int i = 0; i < n; ++i) o[i] = xr[i] * scale * w[i];
+    }
+}
+
+void add_bias(float* x, const float* b, int64_t T, int n) {
+    if (!b) return;
+    for (int64_t t = 0; t < T; ++t)
+        for (int i = 0; i < n; ++i) x[t * n + i] += b[i];
+}
+
+void add_inplace(float* x, const float* y, int64_t count) {
+    for (int64_t i = 0; i < count; ++i) x[i] += y[i];
+}
+
+// hb = silu(gate) * up, elementwise over [T][ffn].
+void swiglu(float* gate, const float* up, int64_t count) {
+    for (int64_t i = 0; i < count; ++i) {
+        float g = gate[i];
+        gate[i] = g / (1.0f + std::exp(-g)) * up[i];
+    }
+}
+
+void store_kv(KVCache& kv, int layer, std::span<const int32_t> blocks, int pos, const float* k, const float* v) {
+    const int bs = kv.block_size();
+    const int32_t b = blocks[pos / bs];
+    const int slot = pos % bs;
+    const int n = kv.config().kv_dim;
+    if (kv.config().type == DType::F16) {
+        fp32_to_fp16_row(k, reinterpret_cast<uint16_t*>(kv.k(b, layer)) + static_cast<int64_t>(slot) * n, n);
+        fp32_to_fp16_row(v, reinterpret_cast<uint16_t*>(kv.v(b, layer)) + static_cast<int64_t>(slot) * n, n);
+    } else {
+        std::memcpy(reinterpret_cast<float*>(kv.k(b, layer)) + static_cast<int64_t>(slot) * n, k, n * sizeof(float));
+        std::memcpy(reinterpret_cast<float*>(kv.v(b, layer)) + static_cast<int64_t>(slot) * n, v, n * sizeof(float));
+    }
+}
+
+// One query head attending over positions [0, n_pos) of its sequence: out = softmax(q·K / sqrt(d)) · V.
+void attend_head(const KVCache& kv, int layer, std::span<const int32_t> blocks, int n_pos, int kv_head, int head_dim,
+                 const float* q, float* scores, float* out) {
+    const int bs = kv.block_size();
+    const int kv_dim = kv.config().kv_dim;
+    const bool f16 = kv.config().type == DType::F16;
+    const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+    const int64_t off = static_cast<int64_t>(kv_head) * head_dim;
+    float max_s = -INFINITY;
+    for (int p = 0; p < n_pos; ++p) {
+        const int32_t b = blocks[p / bs];
+        const int64_t row = static_cast<int64_t>(p % bs) * kv_dim + off;
+        float s = f16 ? dot_f16_f32(reinterpret_cast<const uint16_t*>(kv.k(b, layer)) + row, q, head_dim)
+                      : dot_f32(reinterpret_cast<const float*>(kv.k(b, layer)) + row, q, head_dim);
+        s *= scale;
+        scores[p] = s;
+        max_s = std::max(max_s, s);
+    }
+    double sum = 0;
+    for (int p = 0; p < n_pos; ++p) {
+        scores[p] = std::exp(scores[p] - max_s);
+        sum += scores[p];
+    }
+    const float inv = static_cast<float>(1.0 / sum);
+    std::memset(out, 0, sizeof(float) * head_dim);
+    for (int p = 0; p < n_pos; ++p) {
+        const int32_t b = blocks[p / bs];
+        const int64_t row = static_cast<int64_t>(p % bs) * kv_dim + off;
+        const float w = scores[p] * inv;
+        if (f16) axpy_f16(w, reinterpret_cast<const uint16_t*>(kv.v(b, layer)) + row, out, head_dim);
+        else axpy_f32(w, reinterpret_cast<const float*>(kv.v(b, layer)) + row, out, head_dim);
+    }
+}
+
+template <typename T>
+void grow(std::vector<T>& v, size_t n) {
+    if (v.size() < n) v.resize(n);
+}
+
+}  // namespace
+
+int64_t logits_rows(std::span<const SeqBatch> batch) {
+    int64_t rows = 0;
+    for (const SeqBatch& sb : batch)
+        rows += sb.logits == Logits::All ? static_cast<int64_t>(sb.tokens.size()) : sb.logits == Logits::Last ? 1 : 0;
+    return rows;
+}
+
+int64_t forward(const Model& m, std::span<const SeqBatch> batch, KVCache& kv, ForwardScratch& s, ThreadPool* pool,
+                float* logits, const ActivationDump* dump) {
+    const ModelConfig& c = m.config;
+    const ModelWeights& w = m.weights;
+    const int dim = c.dim, q_dim = c.q_dim(), kv_dim = c.kv_dim(), ffn = c.ffn_dim, hd = c.head_dim;
+    if (kv.config().kv_dim != kv_dim || kv.config().n_layers != c.n_layers)
+        fail("KV cache shape (", kv.config().n_layers, " layers, kv_dim ", kv.config().kv_dim,
+             ") does not match the model (", c.n_layers, ", ", kv_dim, ")");
+
+    // Lay out the batch: token t belongs to sequence seq[t] at position pos[t].
+    int64_t T = 0;
+    int max_pos = 0;
+    for (const SeqBatch& sb : batch) {
+        const int end = sb.pos0 + static_cast<int>(sb.tokens.size());
+        if (static_cast<int64_t>(sb.blocks.size()) * kv.block_size() < end)
+            fail("block table of ", sb.blocks.size(), " blocks cannot hold ", end, " positions");
+        T += static_cast<int64_t>(sb.tokens.size());
+        max_pos = std::max(max_pos, end);
+    }
+    if (T == 0) return 0;
+    const int n_threads = pool ? pool->size() : 1;
+    grow(s.x, T * dim);         // (T, dim) residual stream
+    grow(s.xb, T * dim);        // (T, dim) normed input / projection output
+    grow(s.q, T * q_dim);       // (T, n_heads * head_dim)
+    grow(s.k, T * kv_dim);      // (T, n_kv_heads * head_dim)
+    grow(s.v, T * kv_dim);
+    grow(s.att, T * q_dim);     // (T, n_heads * head_dim) attention output
+    grow(s.hb, T * ffn);        // (T, ffn) gate, then silu(gate) * up
+    grow(s.hb2, T * ffn);       // (T, ffn) up
+    grow(s.rope, T * c.rope.n_rot);  // (T, n_rot) cos/sin pairs
+    grow(s.scores, static_cast<size_t>(n_threads) * max_pos);
+    grow(s.pos, T);
+    grow(s.seq, T);
+    {
+        int64_t t = 0;
+        for (size_t si = 0; si < batch.size(); ++si)
+            for (size_t j = 0; j < batch[si].tokens.size(); ++j, ++t) {
+                s.pos[t] = batch[si].pos0 + static_cast<int>(j);
+                s.seq[t] = static_cast<int32_t>(si);
+                const int32_t id = batch[si].tokens[j];
+                if (id < 0 || id >= c.n_vocab) fail("token id ", id, " is outside the vocabulary (", c.n_vocab, ")");
+                get_row(w.token_embd, id, &s.x[t * dim]);
+                rope_cos_sin(c.rope, s.pos[t], &s.rope[t * c.rope.n_rot]);
+            }
+    }
+    auto emit = [&](std::string_view name, int layer, const float* data, int64_t cols) {
+        if (dump && *dump) (*dump)(name, layer, data, T, cols);
+    };
+    emit("inp_embd", -1, s.x.data(), dim);
+
+    const int group = c.n_heads / c.n_kv_heads;
+    for (int l = 0; l < c.n_layers; ++l) {
+        const LayerWeights& L = w.layers[l];
+        rms_norm(s.x.data(), L.attn_norm, s.xb.data(), T, dim, c.rms_eps);
+        emit("attn_norm", l, s.xb.data(), dim);
+        matmul(L.wq, s.xb.data(), T, s.q.data(), pool);
+        matmul(L.wk, s.xb.data(), T, s.k.data(), pool);
+        matmul(L.wv, s.xb.data(), T, s.v.data(), pool);
+        add_bias(s.q.data(), L.bq, T, q_dim);
+        add_bias(s.k.data(), L.bk, T, kv_dim);
+        add_bias(s.v.data(), L.bv, T, kv_dim);
+        for (int64_t t = 0; t < T; ++t) {
+            rope_apply(c.rope, &s.rope[t * c.rope.n_rot], &s.q[t * q_dim], c.n_heads, hd);
+            rope_apply(c.rope, &s.rope[t * c.rope.n_rot], &s.k[t * kv_dim], c.n_kv_heads, hd);
+            store_kv(kv, l, batch[s.seq[t]].blocks, s.pos[t], &s.k[t * kv_dim], &s.v[t * kv_dim]);
+        }
+        emit("q", l, s.q.data(), q_dim);
+        emit("k", l, s.k.data(), kv_dim);
+        emit("v", l, s.v.data(), kv_dim);
+
+        // Attention: every (token, head) pair is independent; spread them over the threads.
+        const int64_t units = T * c.n_heads;
+        auto attend = [&](int thread, int nth) {
+            float* scores = &s.scores[static_cast<size_t>(thread) * max_pos];
+            for (int64_t u = thread; u < units; u += nth) {
+                const int64_t t = u / c.n_heads;
+                const int h = static_cast<int>(u % c.n_heads);
+                attend_head(kv, l, batch[s.seq[t]].blocks, s.pos[t] + 1, h / group, hd, &s.q[t * q_dim + h * hd], scores,
+                            &s.att[t * q_dim + h * hd]);
+            }
+        };
+        if (pool && units > 1) pool->run(attend);
+        else attend(0, 1);
+        emit("kqv_out", l, s.att.data(), q_dim);
+
+        matmul(L.wo, s.att.data(), T, s.xb.data(), pool);
+        emit("attn_out", l, s.xb.data(), dim);
+        add_inplace(s.x.data(), s.xb.data(), T * dim);
+        emit("ffn_inp", l, s.x.data(), dim);
+
+        rms_norm(s.x.data(), L.ffn_norm, s.xb.data(), T, dim, c.rms_eps);
+        emit("ffn_norm", l, s.xb.data(), dim);
+        matmul(L.w_gate, s.xb.data(), T, s.hb.data(), pool);
+        matmul(L.w_up, s.xb.data(), T, s.hb2.data(), pool);
+        swiglu(s.hb.data(), s.hb2.data(), T * ffn);
+        matmul(L.w_down, s.hb.data(), T, s.xb.data(), pool);
+        emit("ffn_out", l, s.xb.data(), dim);
+        add_inplace(s.x.data(), s.xb.data(), T * dim);
+        emit("l_out", l, s.x.data(), dim);
+    }
+
+    // Final norm and output projection only for the rows someone asked for.
+    const int64_t rows = logits_rows(batch);
+    if (rows == 0) return 0;
+    grow(s.out_rows, rows * dim);
+    int64_t r = 0, t0 = 0;
+    for (const SeqBatch& sb : batch) {
+        const int64_t n = static_cast<int64_t>(sb.tokens.size());
+        if (sb.logits == Logits::All) {
+            for (int64_t j = 0; j < n; ++j, ++r) std::memcpy(&s.out_rows[r * dim], &s.x[(t0 + j) * dim], dim * sizeof(float));
+        } else if (sb.logits == Logits::Last) {
+            std::memcpy(&s.out_rows[r * dim], &s.x[(t0 + n - 1) * dim], dim * sizeof(float));
+            ++r;
+        }
+        t0 += n;
+    }
+    rms_norm(s.out_rows.data(), w.output_norm, s.out_rows.data(), rows, dim, c.rms_eps);
+    if (dump && *dump) (*dump)("result_norm", -1, s.out_rows.data(), rows, dim);
+    matmul(w.output, s.out_rows.data(), rows, logits, pool);
+    if (dump && *dump) (*dump)("result_output", -1, logits, rows, c.n_vocab);
+    return rows;
+}
+
+}  // namespace flint

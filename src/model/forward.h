@@ -1,0 +1,52 @@
+// flint/model/forward.h — tokens in, logits out: one forward pass over a batch.
+//
+// A batch is a list of sequences, each contributing n new tokens at positions pos0 … pos0+n-1 whose KV is
+// written into the blocks its block table names (positions before pos0 are already there). One sequence
+// with many tokens is prefill (or k-token verification of draft tokens); many sequences with one token
+// each is batched decode; any mix works. All tokens go through each weight matrix together, so every
+// weight byte is read once per step.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "model/model.h"
+
+namespace flint {
+
+class KVCache;
+class ThreadPool;
+
+enum class Logits { None, Last, All };
+
+struct SeqBatch {
+    std::span<const int32_t> tokens;  // (n) new tokens
+    int pos0 = 0;                     // position of tokens[0]
+    std::span<const int32_t> blocks;  // block table covering positions [0, pos0 + n)
+    Logits logits = Logits::Last;     // which rows of logits this sequence wants
+};
+
+// Called with each named intermediate activation when set (debugging against a reference):
+// name ("attn_norm", "q", "k", "v", "attn_out", "ffn_out", "l_out", "result_norm"…), layer (-1 for none),
+// data [rows][cols].
+using ActivationDump = std::function<void(std::string_view name, int layer, const float* data, int64_t rows, int64_t cols)>;
+
+// Scratch buffers, grown on demand and reused: no allocation per step once warm.
+struct ForwardScratch {
+    std::vector<float> x, xb, q, k, v, att, hb, hb2, rope, out_rows;  // shapes noted in forward.cpp
+    std::vector<float> scores;  // per thread: (max positions)
+    std::vector<int32_t> pos;   // (T) position of each batch token
+    std::vector<int32_t> seq;   // (T) index of each batch token's sequence
+};
+
+// Runs the model over the batch. Writes logits rows to `logits` ([rows][n_vocab], rows in batch order:
+// for each sequence its last token (Logits::Last) or all its tokens (Logits::All)); returns the row count.
+int64_t forward(const Model& m, std::span<const SeqBatch> batch, KVCache& kv, ForwardScratch& s, ThreadPool* pool,
+                float* logits, const ActivationDump* dump = nullptr);
+
+// How many logits rows a batch produces.
+int64_t logits_rows(std::span<const SeqBatch> batch);
+
+}  // namespace flint

@@ -1,0 +1,25 @@
+// flint/model/model.h — a loaded model: its file (mmapped), config and weights. Immutable once loaded and
+// shared by every sequence and thread; per-sequence state (KV) and scratch buffers live elsewhere.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "model/config.h"
+#include "model/weights.h"
+
+namespace flint {
+namespace gguf { class File; }
+
+struct Model {
+    std::shared_ptr<gguf::File> file;
+    ModelConfig config;
+    ModelWeights weights;
+    std::vector<std::vector<float>> owned;  // f32 copies of small vectors stored in other types
+
+    // Loads and validates a GGUF model; throws flint::Error with the file, tensor and shapes on mismatch.
+    static std::shared_ptr<Model> load(const std::string& path);
+    static std::shared_ptr<Model> from_file(std::shared_ptr<gguf::File> file);
+};
+
+}  // namespace flint

@@ -1,0 +1,110 @@
+#include "model/weights.h"
+
+#include <cstring>
+#include <string>
+
+#include "gguf/gguf.h"
+#include "tensor/quant.h"
+#include "util/error.h"
+
+namespace flint {
+namespace {
+
+std::string shape_str(std::initializer_list<int64_t> dims) {
+    std::string s = "[";
+    bool first = true;
+    for (int64_t d : dims) {
+        if (!first) s += ", ";
+        s += std::to_string(d);
+        first = false;
+    }
+    return s + "]";
+}
+
+const gguf::TensorInfo& require(const gguf::File& f, const std::string& name) {
+    const gguf::TensorInfo* t = f.find_tensor(name);
+    if (!t) fail(f.path(), ": missing tensor ", name);
+    return *t;
+}
+
+void check_shape(const gguf::File& f, const gguf::TensorInfo& t, std::initializer_list<int64_t> expected) {
+    bool ok = t.dims.size() == expected.size();
+    size_t k = 0;
+    for (int64_t d : expected) {
+        if (ok && static_cast<int64_t>(t.dims[k]) != d) ok = false;
+        ++k;
+    }
+    if (!ok)
+        fail(f.path(), ": tensor ", t.name, ": expected shape ", shape_str(expected), " got ", t.shape_string());
+}
+
+WeightView matrix(const gguf::File& f, const std::string& name, int64_t rows, int64_t cols) {
+    const gguf::TensorInfo& t = require(f, name);
+    check_shape(f, t, {cols, rows});
+    switch (t.type) {
+        case DType::F32: case DType::F16: case DType::BF16: case DType::Q8_0: case DType::Q4_0:
+        case DType::Q5_0: case DType::Q4_K: case DType::Q5_K: case DType::Q6_K: break;
+        default: fail(f.path(), ": tensor ", name, ": type ", dtype_name(t.type), " is not supported for matrices");
+    }
+    return WeightView{t.type, t.data, rows, cols};
+}
+
+const float* vec(const gguf::File& f, const std::string& name, int64_t n, std::vector<std::vector<float>>& owned) {
+    const gguf::TensorInfo& t = require(f, name);
+    check_shape(f, t, {n});
+    if (t.type == DType::F32) {
+        if (reinterpret_cast<uintptr_t>(t.data) % alignof(float) != 0) {
+            owned.emplace_back(n);
+            std::memcpy(owned.back().data(), t.data, n * sizeof(float));
+            return owned.back().data();
+        }
+        return reinterpret_cast<const float*>(t.data);
+    }
+    if (t.type != DType::F16 && t.type != DType::BF16)
+        fail(f.path(), ": tensor ", name, ": type ", dtype_name(t.type), " (expected f32, f16 or bf16 for a vector)");
+    owned.emplace_back(n);
+    dequantize_row_ref(t.type, t.data, owned.back().data(), n);
+    return owned.back().data();
+}
+
+const float* opt_vec(const gguf::File& f, const std::string& name, int64_t n, std::vector<std::vector<float>>& owned) {
+    return f.find_tensor(name) ? vec(f, name, n, owned) : nullptr;
+}
+
+}  // namespace
+
+ModelWeights bind_weights(const gguf::File& f, const ModelConfig& c, std::vector<std::vector<float>>& owned) {
+    ModelWeights w;
+    w.token_embd = matrix(f, "token_embd.weight", c.n_vocab, c.dim);
+    w.output_norm = vec(f, "output_norm.weight", c.dim, owned);
+    w.output = c.tied_embeddings ? w.token_embd : matrix(f, "output.weight", c.n_vocab, c.dim);
+    auto bytes = [](const WeightView& v) { return row_bytes(v.type, v.cols) * v.rows; };
+    w.matrix_bytes = bytes(w.output);
+    for (int l = 0; l < c.n_layers; ++l) {
+        const std::string p = "blk." + std::to_string(l) + ".";
+        LayerWeights L;
+        L.attn_norm = vec(f, p + "attn_norm.weight", c.dim, owned);
+        L.wq = matrix(f, p + "attn_q.weight", c.q_dim(), c.dim);
+        L.wk = matrix(f, p + "attn_k.weight", c.kv_dim(), c.dim);
+        L.wv = matrix(f, p + "attn_v.weight", c.kv_dim(), c.dim);
+        if (c.qkv_bias) {
+            L.bq = vec(f, p + "attn_q.bias", c.q_dim(), owned);
+            L.bk = vec(f, p + "attn_k.bias", c.kv_dim(), owned);
+            L.bv = vec(f, p + "attn_v.bias", c.kv_dim(), owned);
+        } else {
+            L.bq = opt_vec(f, p + "attn_q.bias", c.q_dim(), owned);
+            L.bk = opt_vec(f, p + "attn_k.bias", c.kv_dim(), owned);
+            L.bv = opt_vec(f, p + "attn_v.bias", c.kv_dim(), owned);
+        }
+        L.wo = matrix(f, p + "attn_output.weight", c.dim, c.q_dim());
+        L.ffn_norm = vec(f, p + "ffn_norm.weight", c.dim, owned);
+        L.w_gate = matrix(f, p + "ffn_gate.weight", c.ffn_dim, c.dim);
+        L.w_up = matrix(f, p + "ffn_up.weight", c.ffn_dim, c.dim);
+        L.w_down = matrix(f, p + "ffn_down.weight", c.dim, c.ffn_dim);
+        for (const WeightView* v : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) w.matrix_bytes += bytes(*v);
+        w.layers.push_back(L);
+    }
+    return w;
+}
+
+}  // namespace flint

@@ -1,0 +1,119 @@
+// The forward pass against llama.cpp's exact-mode logits (F32 weights, F32 KV, one batch).
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "model_test_util.h"
+#include "sample/sampler.h"
+#include "test_paths.h"
+
+using namespace flint;
+using flint::test::read_f32_file;
+using flint::test::read_token_file;
+using flint::test::Runner;
+using flint::test::shared_path;
+
+namespace {
+
+constexpr float kTol = 1e-4f;
+
+float max_abs_diff(const float* a, const float* b, size_t n) {
+    float m = 0;
+    for (size_t i = 0; i < n; ++i) m = std::max(m, std::fabs(a[i] - b[i]));
+    return m;
+}
+
+void expect_golden(const std::string& model_rel, const std::string& tokens_rel, const std::string& logits_rel,
+                   int threads, bool one_at_a_time) {
+    auto model = Model::load(shared_path(model_rel));
+    auto tokens = read_token_file(shared_path(tokens_rel));
+    auto golden = read_f32_file(shared_path(logits_rel));
+    const size_t V = model->config.n_vocab;
+    ASSERT_FALSE(tokens.empty());
+    ASSERT_EQ(golden.size(), tokens.size() * V) << "golden logits file size vs token count";
+    Runner r(model, static_cast<int>(tokens.size()) + 16, DType::F32, threads);
+    std::vector<float> logits;
+    if (one_at_a_time) {
+        for (size_t t = 0; t < tokens.size(); ++t) {
+            auto row = r.run({tokens[t]}, static_cast<int>(t), Logits::Last);
+            logits.insert(logits.end(), row.begin(), row.end());
+        }
+    } else {
+        logits = r.run(tokens, 0, Logits::All);
+    }
+    ASSERT_EQ(logits.size(), golden.size());
+    for (size_t t = 0; t < tokens.size(); ++t) {
+        float d = max_abs_diff(&logits[t * V], &golden[t * V], V);
+        EXPECT_LE(d, kTol) << model_rel << " position " << t << " (token " << tokens[t] << ")";
+    }
+}
+
+}  // namespace
+
+TEST(ForwardGolden, Stories260KEveryPositionOneBatch) {
+    FLINT_REQUIRE_SHARED("golden/stories260K.logits.f32");
+    expect_golden("models/stories260K.gguf", "golden/stories260K.tokens", "golden/stories260K.logits.f32", 1, false);
+}
+
+TEST(ForwardGolden, Stories260KTokenByTokenTwoThreads) {
+    FLINT_REQUIRE_SHARED("golden/stories260K.logits.f32");
+    expect_golden("models/stories260K.gguf", "golden/stories260K.tokens", "golden/stories260K.logits.f32", 2, true);
+}
+
+TEST(ForwardGolden, TinyQwen2WithSpecialTokens) {
+    FLINT_REQUIRE_SHARED("golden/tiny-qwen2.logits.f32");
+    expect_golden("models/tiny-qwen2-f32.gguf", "golden/tiny-qwen2.tokens", "golden/tiny-qwen2.logits.f32", 2, false);
+}
+
+TEST(ForwardGolden, FlintTinyCode) {
+    FLINT_REQUIRE_SHARED("golden/flint-tiny-code.logits.f32");
+    expect_golden("models/flint-tiny-code.gguf", "golden/flint-tiny-code.tokens", "golden/flint-tiny-code.logits.f32", 2,
+                  false);
+}
+
+// All 9 prompts of the llama.cpp exact-mode dump: top-5 ids and logits, log-sum-exp at every position,
+// and the greedy continuation token for token.
+TEST(ForwardGolden, Stories260KLlamaCppExactJson) {
+    FLINT_REQUIRE_SHARED("golden/stories260K.llamacpp-exact.json");
+    std::ifstream in(shared_path("golden/stories260K.llamacpp-exact.json"));
+    nlohmann::json j = nlohmann::json::parse(in);
+    auto model = Model::load(shared_path("models/stories260K.gguf"));
+    const int V = model->config.n_vocab;
+    ASSERT_EQ(j["runs"].size(), 9u);
+    for (const auto& run : j["runs"]) {
+        std::vector<int32_t> tokens = run["tokens"].get<std::vector<int32_t>>();
+        std::vector<int32_t> greedy = run["greedy"].get<std::vector<int32_t>>();
+        SCOPED_TRACE("prompt: \"" + run["prompt"].get<std::string>() + "\"");
+        Runner r(model, 512);
+        auto logits = r.run(tokens, 0, Logits::All);
+        const auto& positions = run["positions"];
+        ASSERT_EQ(positions.size(), tokens.size());
+        for (size_t t = 0; t < tokens.size(); ++t) {
+            const float* row = &logits[t * V];
+            const auto& pj = positions[t];
+            std::vector<TokenProb> top;
+            float unused = 0;
+            log_softmax_top(row, V, 5, top, &unused, 0);
+            double mx = *std::max_element(row, row + V), sum = 0;
+            for (int i = 0; i < V; ++i) sum += std::exp(static_cast<double>(row[i]) - mx);
+            EXPECT_NEAR(mx + std::log(sum), pj["logsumexp"].get<double>(), kTol) << "position " << t;
+            for (size_t k = 0; k < 5; ++k) {
+                int id = pj["top5"][k][0].get<int>();
+                EXPECT_NEAR(row[id], pj["top5"][k][1].get<double>(), kTol) << "position " << t << " rank " << k;
+            }
+            EXPECT_EQ(argmax(row, V), pj["top5"][0][0].get<int>()) << "position " << t;
+        }
+        // Greedy continuation, one token per forward, no stop on EOS.
+        int32_t next = argmax(&logits[(tokens.size() - 1) * V], V);
+        int pos = static_cast<int>(tokens.size());
+        for (size_t g = 0; g < greedy.size(); ++g) {
+            ASSERT_EQ(next, greedy[g]) << "greedy token " << g;
+            if (g + 1 == greedy.size()) break;
+            auto row = r.run({next}, pos++, Logits::Last);
+            next = argmax(row.data(), V);
+        }
+    }
+}

@@ -1,0 +1,152 @@
+#include "sample/sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "util/error.h"
+
+namespace flint {
+
+int32_t argmax(const float* logits, int n) {
+    int32_t best = 0;
+    for (int i = 1; i < n; ++i)
+        if (logits[i] > logits[best]) best = i;
+    return best;
+}
+
+void log_softmax_top(const float* logits, int n, int k, std::vector<TokenProb>& out, float* logprob_of, int32_t id_of) {
+    float mx = -std::numeric_limits<float>::infinity();
+    for (int i = 0; i < n; ++i) mx = std::max(mx, logits[i]);
+    double sum = 0;
+    for (int i = 0; i < n; ++i) sum += std::exp(static_cast<double>(logits[i] - mx));
+    const float lse = mx + static_cast<float>(std::log(sum));
+    if (logprob_of && id_of >= 0) *logprob_of = logits[id_of] - lse;
+    out.clear();
+    if (k <= 0) return;
+    k = std::min(k, n);
+    // A small insertion-sorted top-k: k is at most 20.
+    for (int i = 0; i < n; ++i) {
+        if (static_cast<int>(out.size()) == k && logits[i] <= out.back().p) continue;
+        TokenProb tp{i, logits[i]};
+        auto pos = std::upper_bound(out.begin(), out.end(), tp, [](const TokenProb& a, const TokenProb& b) { return a.p > b.p; });
+        out.insert(pos, tp);
+        if (static_cast<int>(out.size()) > k) out.pop_back();
+    }
+    for (TokenProb& tp : out) tp.p -= lse;
+}
+
+void apply_penalties(float* logits, int n, std::span<const int32_t> history, const SamplingParams& p,
+                     std::vector<int32_t>& counts) {
+    if (p.repeat_penalty == 1.0f && p.presence_penalty == 0.0f && p.frequency_penalty == 0.0f) return;
+    if (history.empty() || p.penalty_last_n == 0) return;
+    size_t window = p.penalty_last_n < 0 ? history.size() : std::min<size_t>(history.size(), p.penalty_last_n);
+    auto recent = history.subspan(history.size() - window);
+    counts.assign(n, 0);
+    for (int32_t id : recent)
+        if (id >= 0 && id < n) ++counts[id];
+    for (int32_t id : recent) {
+        if (id < 0 || id >= n || counts[id] == 0) continue;
+        float& l = logits[id];
+        if (p.repeat_penalty != 1.0f) l = l > 0 ? l / p.repeat_penalty : l * p.repeat_penalty;
+        l -= static_cast<float>(counts[id]) * p.frequency_penalty + p.presence_penalty;
+        counts[id] = 0;  // each token once
+    }
+}
+
+Sampler::Sampler(const SamplingParams& params, int n_vocab) : params_(params), n_vocab_(n_vocab), rng_(params.seed) {
+    if (n_vocab <= 0) fail("sampler: vocabulary size ", n_vocab);
+    if (params.temperature < 0 || !std::isfinite(params.temperature)) fail("temperature must be >= 0, got ", params.temperature);
+    if (!(params.top_p > 0 && params.top_p <= 1)) fail("top_p must be in (0, 1], got ", params.top_p);
+    if (params.min_p < 0 || params.min_p > 1) fail("min_p must be in [0, 1], got ", params.min_p);
+    if (params.top_k < 0) fail("top_k must be >= 0, got ", params.top_k);
+    if (params.top_logprobs < 0 || params.top_logprobs > 20) fail("top_logprobs must be in [0, 20], got ", params.top_logprobs);
+    if (params.repeat_penalty <= 0) fail("repeat_penalty must be > 0, got ", params.repeat_penalty);
+}
+
+void Sampler::penalised(const float* logits, std::span<const int32_t> history) {
+    work_.assign(logits, logits + n_vocab_);
+    apply_penalties(work_.data(), n_vocab_, history, params_, counts_);
+}
+
+void Sampler::distribution(const float* logits, std::span<const int32_t> history, std::vector<TokenProb>& out) {
+    penalised(logits, history);
+    out.clear();
+    if (greedy()) {
+        out.push_back({argmax(work_.data(), n_vocab_), 1.0f});
+        return;
+    }
+    const float inv_t = 1.0f / params_.temperature;
+    // Sort only as many candidates as the truncation needs: grow a partial sort until top-p is covered.
+    cands_.resize(n_vocab_);
+    float mx = -std::numeric_limits<float>::infinity();
+    for (int i = 0; i < n_vocab_; ++i) {
+        cands_[i] = {i, work_[i] * inv_t};
+        mx = std::max(mx, cands_[i].p);
+    }
+    double sum = 0;
+    for (TokenProb& c : cands_) {
+        c.p = std::exp(c.p - mx);
+        sum += c.p;
+    }
+    const float inv_sum = static_cast<float>(1.0 / sum);
+    for (TokenProb& c : cands_) c.p *= inv_sum;
+    auto by_p = [](const TokenProb& a, const TokenProb& b) { return a.p > b.p || (a.p == b.p && a.id < b.id); };
+    size_t limit = params_.top_k > 0 ? std::min<size_t>(params_.top_k, cands_.size()) : cands_.size();
+    size_t sorted = std::min<size_t>(limit, 64);
+    for (;;) {
+        std::partial_sort(cands_.begin(), cands_.begin() + sorted, cands_.end(), by_p);
+        double mass = 0;
+        for (size_t i = 0; i < sorted; ++i) mass += cands_[i].p;
+        if (sorted == limit || mass >= params_.top_p) break;
+        sorted = std::min(limit, sorted * 4);
+    }
+    size_t keep = sorted;
+    if (params_.top_p < 1.0f) {
+        double mass = 0;
+        for (size_t i = 0; i < sorted; ++i) {
+            mass += cands_[i].p;
+            if (mass >= params_.top_p) {
+                keep = i + 1;
+                break;
+            }
+        }
+    }
+    if (params_.min_p > 0.0f) {
+        const float floor_p = cands_[0].p * params_.min_p;
+        size_t k = 1;
+        while (k < keep && cands_[k].p >= floor_p) ++k;
+        keep = k;
+    }
+    double kept = 0;
+    for (size_t i = 0; i < keep; ++i) kept += cands_[i].p;
+    out.assign(cands_.begin(), cands_.begin() + keep);
+    for (TokenProb& c : out) c.p = static_cast<float>(c.p / kept);
+}
+
+float Sampler::uniform() {
+    return std::generate_canonical<float, 24>(rng_);
+}
+
+int32_t Sampler::draw(std::span<const TokenProb> dist) {
+    if (dist.empty()) fail("sampler: empty distribution");
+    float r = uniform();
+    float acc = 0;
+    for (const TokenProb& c : dist) {
+        acc += c.p;
+        if (r < acc) return c.id;
+    }
+    return dist.back().id;  // rounding left r above the total
+}
+
+Sampled Sampler::sample(const float* logits, std::span<const int32_t> history) {
+    Sampled s;
+    distribution(logits, history, dist_);
+    s.token = greedy() ? dist_[0].id : draw(dist_);
+    // work_ still holds the penalised logits.
+    if (params_.logprobs || params_.top_logprobs > 0)
+        log_softmax_top(work_.data(), n_vocab_, params_.top_logprobs, s.top, &s.logprob, s.token);
+    return s;
+}
+
+}  // namespace flint

@@ -1,0 +1,78 @@
+// flint/sample/sampler.h — turning logits into the next token: a chain of small stages.
+//
+//   penalties (repetition, presence, frequency over the recent history)
+//   → greedy (temperature 0: argmax, deterministic)
+//   → temperature → top-k → top-p → min-p → seeded draw
+// Log-probabilities reported with a token are those of the model's distribution after penalties, at
+// temperature 1 (what the model believes, independent of how we chose to sample).
+#pragma once
+#include <cstdint>
+#include <random>
+#include <span>
+#include <vector>
+
+namespace flint {
+
+struct SamplingParams {
+    float temperature = 1.0f;     // 0: greedy
+    int top_k = 0;                // 0: off
+    float top_p = 1.0f;           // 1: off
+    float min_p = 0.0f;           // 0: off
+    float repeat_penalty = 1.0f;  // 1: off (llama.cpp semantics: divide positive logits, multiply negative)
+    int penalty_last_n = 64;      // history window for all penalties
+    float presence_penalty = 0.0f;
+    float frequency_penalty = 0.0f;
+    uint64_t seed = 0;
+    bool logprobs = false;        // compute the chosen token's log-probability (costs a pass over the vocab)
+    int top_logprobs = 0;         // how many alternatives to report (0..20); implies logprobs
+};
+
+struct TokenProb {
+    int32_t id = -1;
+    float p = 0;  // probability, or logit while a stage works on raw scores
+};
+
+struct Sampled {
+    int32_t token = -1;
+    float logprob = 0;                 // of the chosen token
+    std::vector<TokenProb> top;        // top_logprobs alternatives: id and logprob
+};
+
+class Sampler {
+public:
+    Sampler(const SamplingParams& params, int n_vocab);
+
+    // Picks the next token. `history` is the sequence so far (prompt and output) for the penalties.
+    Sampled sample(const float* logits, std::span<const int32_t> history);
+
+    // The distribution `sample` draws from, as (id, probability) pairs sorted by probability (descending),
+    // truncated by top-k/top-p/min-p. Greedy: one pair with probability 1. Used by speculative sampling.
+    void distribution(const float* logits, std::span<const int32_t> history, std::vector<TokenProb>& out);
+
+    // Draws from a distribution with this sampler's RNG.
+    int32_t draw(std::span<const TokenProb> dist);
+    float uniform();  // in [0, 1)
+
+    const SamplingParams& params() const { return params_; }
+    bool greedy() const { return params_.temperature <= 0.0f; }
+
+private:
+    void penalised(const float* logits, std::span<const int32_t> history);  // fills work_ with logits
+
+    SamplingParams params_;
+    int n_vocab_;
+    std::mt19937_64 rng_;
+    std::vector<float> work_;        // (n_vocab) penalised logits
+    std::vector<TokenProb> cands_;   // candidates
+    std::vector<int32_t> counts_;    // (n_vocab) occurrences in the penalty window
+    std::vector<TokenProb> dist_;    // the last distribution
+};
+
+// Stages, usable alone (tests call them directly). Candidates hold logits on input unless noted.
+int32_t argmax(const float* logits, int n);
+void log_softmax_top(const float* logits, int n, int k, std::vector<TokenProb>& out, float* logprob_of = nullptr,
+                     int32_t id_of = -1);
+void apply_penalties(float* logits, int n, std::span<const int32_t> history, const SamplingParams& p,
+                     std::vector<int32_t>& counts);
+
+}  // namespace flint

@@ -1,0 +1,105 @@
+#include <cmath>
+#include <map>
+
+#include <gtest/gtest.h>
+
+#include "sample/sampler.h"
+#include "util/error.h"
+
+using namespace flint;
+
+TEST(Sampler, GreedyPicksArgmaxLowestIdOnTies) {
+    std::vector<float> logits = {0.1f, 2.0f, -1.0f, 2.0f};
+    Sampler s({.temperature = 0.0f}, 4);
+    EXPECT_EQ(s.sample(logits.data(), {}).token, 1);
+}
+
+TEST(Sampler, RepetitionPenaltyFollowsLlamaCppSemantics) {
+    std::vector<float> logits = {2.0f, -2.0f, 1.0f};
+    std::vector<int32_t> hist = {0, 1, 1};
+    std::vector<int32_t> counts;
+    SamplingParams p{.repeat_penalty = 2.0f};
+    apply_penalties(logits.data(), 3, hist, p, counts);
+    EXPECT_FLOAT_EQ(logits[0], 1.0f);   // positive: divided
+    EXPECT_FLOAT_EQ(logits[1], -4.0f);  // negative: multiplied
+    EXPECT_FLOAT_EQ(logits[2], 1.0f);   // not in history
+}
+
+TEST(Sampler, PresenceAndFrequencyPenalties) {
+    std::vector<float> logits = {0.0f, 0.0f, 0.0f};
+    std::vector<int32_t> hist = {0, 1, 1, 1};
+    std::vector<int32_t> counts;
+    SamplingParams p{.presence_penalty = 0.5f, .frequency_penalty = 0.25f};
+    apply_penalties(logits.data(), 3, hist, p, counts);
+    EXPECT_FLOAT_EQ(logits[0], -0.75f);
+    EXPECT_FLOAT_EQ(logits[1], -1.25f);
+    EXPECT_FLOAT_EQ(logits[2], 0.0f);
+}
+
+TEST(Sampler, PenaltyWindowOnlyCoversRecentTokens) {
+    std::vector<float> logits = {1.0f, 1.0f};
+    std::vector<int32_t> hist = {0, 1, 1};
+    std::vector<int32_t> counts;
+    SamplingParams p{.repeat_penalty = 2.0f, .penalty_last_n = 2};
+    apply_penalties(logits.data(), 2, hist, p, counts);
+    EXPECT_FLOAT_EQ(logits[0], 1.0f);
+    EXPECT_FLOAT_EQ(logits[1], 0.5f);
+}
+
+TEST(Sampler, TopKTopPMinPTruncate) {
+    // Probabilities at temperature 1: softmax of log(p) = p.
+    std::vector<float> p = {0.5f, 0.25f, 0.15f, 0.07f, 0.03f};
+    std::vector<float> logits;
+    for (float x : p) logits.push_back(std::log(x));
+    std::vector<TokenProb> d;
+    Sampler(SamplingParams{.top_k = 2}, 5).distribution(logits.data(), {}, d);
+    ASSERT_EQ(d.size(), 2u);
+    EXPECT_NEAR(d[0].p, 0.5f / 0.75f, 1e-6);
+    Sampler(SamplingParams{.top_p = 0.8f}, 5).distribution(logits.data(), {}, d);
+    ASSERT_EQ(d.size(), 3u);  // 0.5 + 0.25 < 0.8 <= 0.9
+    Sampler(SamplingParams{.min_p = 0.2f}, 5).distribution(logits.data(), {}, d);
+    ASSERT_EQ(d.size(), 3u);  // >= 0.1
+    EXPECT_EQ(d[2].id, 2);
+}
+
+TEST(Sampler, TemperatureSharpensDistribution) {
+    std::vector<float> logits = {1.0f, 0.0f};
+    std::vector<TokenProb> hot, cold;
+    Sampler(SamplingParams{.temperature = 2.0f}, 2).distribution(logits.data(), {}, hot);
+    Sampler(SamplingParams{.temperature = 0.5f}, 2).distribution(logits.data(), {}, cold);
+    EXPECT_NEAR(hot[0].p, 1.0 / (1.0 + std::exp(-0.5)), 1e-6);
+    EXPECT_NEAR(cold[0].p, 1.0 / (1.0 + std::exp(-2.0)), 1e-6);
+}
+
+TEST(Sampler, SeededDrawsAreReproducibleAndMatchTheDistribution) {
+    std::vector<float> logits = {std::log(0.6f), std::log(0.3f), std::log(0.1f)};
+    Sampler a({.seed = 42}, 3), b({.seed = 42}, 3);
+    std::map<int, int> counts;
+    const int n = 20000;
+    for (int i = 0; i < n; ++i) {
+        int32_t x = a.sample(logits.data(), {}).token;
+        ASSERT_EQ(x, b.sample(logits.data(), {}).token);
+        counts[x]++;
+    }
+    // Three-sigma bounds of a binomial.
+    EXPECT_NEAR(counts[0] / double(n), 0.6, 3 * std::sqrt(0.6 * 0.4 / n));
+    EXPECT_NEAR(counts[1] / double(n), 0.3, 3 * std::sqrt(0.3 * 0.7 / n));
+    EXPECT_NEAR(counts[2] / double(n), 0.1, 3 * std::sqrt(0.1 * 0.9 / n));
+}
+
+TEST(Sampler, LogprobsOfChosenAndTopAlternatives) {
+    std::vector<float> logits = {std::log(0.6f), std::log(0.3f), std::log(0.1f)};
+    Sampler s({.temperature = 0.0f, .top_logprobs = 2}, 3);
+    Sampled r = s.sample(logits.data(), {});
+    EXPECT_EQ(r.token, 0);
+    EXPECT_NEAR(r.logprob, std::log(0.6), 1e-5);
+    ASSERT_EQ(r.top.size(), 2u);
+    EXPECT_EQ(r.top[1].id, 1);
+    EXPECT_NEAR(r.top[1].p, std::log(0.3), 1e-5);
+}
+
+TEST(Sampler, RejectsInvalidParameters) {
+    EXPECT_THROW(Sampler({.temperature = -1.0f}, 3), Error);
+    EXPECT_THROW(Sampler({.top_p = 0.0f}, 3), Error);
+    EXPECT_THROW(Sampler({.top_logprobs = 21}, 3), Error);
+}

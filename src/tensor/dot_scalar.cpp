@@ -1,0 +1,155 @@
+// flint/tensor/dot_scalar.cpp — scalar reference dot products of one weight row with one activation
+// row, for every weight type, and the scalar kernel table. Integer formats accumulate exactly in
+// int32 per block and scale once per block, the same arithmetic the SIMD kernels do, so SIMD and
+// scalar differ only in the order of the f32 block sums.
+#include <cstring>
+
+#include "tensor/kernels.h"
+#include "tensor/quant_internal.h"
+
+namespace flint::detail {
+namespace {
+
+float dot_q8_0(int64_t cols, const BlockQ8_0* w, const BlockQ8_0* a) {
+    float sum = 0;
+    for (int64_t b = 0; b < cols / QK; ++b) {
+        int isum = 0;
+        for (int i = 0; i < QK; ++i) isum += w[b].qs[i] * a[b].qs[i];
+        sum += fp16_to_fp32(w[b].d) * fp16_to_fp32(a[b].d) * float(isum);
+    }
+    return sum;
+}
+
+float dot_q4_0(int64_t cols, const BlockQ4_0* w, const BlockQ8_0* a) {
+    float sum = 0;
+    for (int64_t b = 0; b < cols / QK; ++b) {
+        int isum = 0;
+        for (int j = 0; j < QK / 2; ++j)
+            isum += ((w[b].qs[j] & 0xf) - 8) * a[b].qs[j] + ((w[b].qs[j] >> 4) - 8) * a[b].qs[j + QK / 2];
+        sum += fp16_to_fp32(w[b].d) * fp16_to_fp32(a[b].d) * float(isum);
+    }
+    return sum;
+}
+
+float dot_q5_0(int64_t cols, const BlockQ5_0* w, const BlockQ8_0* a) {
+    float sum = 0;
+    for (int64_t b = 0; b < cols / QK; ++b) {
+        uint32_t qh;
+        std::memcpy(&qh, w[b].qh, 4);
+        int isum = 0;
+        for (int j = 0; j < QK / 2; ++j) {
+            const int lo = ((w[b].qs[j] & 0xf) | int(((qh >> j) & 1) << 4)) - 16;
+            const int hi = ((w[b].qs[j] >> 4) | int(((qh >> (j + 16)) & 1) << 4)) - 16;
+            isum += lo * a[b].qs[j] + hi * a[b].qs[j + QK / 2];
+        }
+        sum += fp16_to_fp32(w[b].d) * fp16_to_fp32(a[b].d) * float(isum);
+    }
+    return sum;
+}
+
+// Q4_K / Q5_K: x = d*sc_j*q - dmin*m_j per 32-element sub-block j, so
+// dot = d_a * (d * sum_j sc_j * sum(q*a) - dmin * sum_j m_j * sum(a)); sum(a) comes from bsums.
+template <bool kFifthBit, typename Block>
+float dot_q45_k(int64_t cols, const Block* w, const BlockQ8_K* a) {
+    float sum = 0;
+    for (int64_t b = 0; b < cols / QK_K; ++b) {
+        int qsum = 0, msum = 0;
+        for (int j = 0; j < 8; ++j) {
+            uint8_t sc, m;
+            k4_scale_min(j, w[b].scales, sc, m);
+            const uint8_t* q = w[b].qs + 32 * (j / 2);
+            const int shift = (j & 1) * 4;
+            int isum = 0;
+            for (int l = 0; l < 32; ++l) {
+                int v = (q[l] >> shift) & 0xf;
+                if constexpr (kFifthBit) v |= ((w[b].qh[l] >> j) & 1) << 4;
+                isum += v * a[b].qs[32 * j + l];
+            }
+            qsum += sc * isum;
+            msum += m * (a[b].bsums[2 * j] + a[b].bsums[2 * j + 1]);
+        }
+        sum += a[b].d * (fp16_to_fp32(w[b].d) * float(qsum) - fp16_to_fp32(w[b].dmin) * float(msum));
+    }
+    return sum;
+}
+
+float dot_q4_k(int64_t cols, const BlockQ4_K* w, const BlockQ8_K* a) { return dot_q45_k<false>(cols, w, a); }
+float dot_q5_k(int64_t cols, const BlockQ5_K* w, const BlockQ8_K* a) { return dot_q45_k<true>(cols, w, a); }
+
+float dot_q6_k(int64_t cols, const BlockQ6_K* w, const BlockQ8_K* a) {
+    float sum = 0;
+    for (int64_t b = 0; b < cols / QK_K; ++b) {
+        int qsum = 0;
+        for (int h = 0; h < 2; ++h) {
+            const uint8_t* ql = w[b].ql + 64 * h;
+            const uint8_t* qh = w[b].qh + 32 * h;
+            const int8_t* sc = w[b].scales + 8 * h;
+            const int8_t* q8 = a[b].qs + 128 * h;
+            for (int k = 0; k < 4; ++k) {  // element l + 32k of this half
+                for (int g = 0; g < 2; ++g) {
+                    int isum = 0;
+                    for (int l = 16 * g; l < 16 * g + 16; ++l) {
+                        const int lo = (k & 1) ? ql[l + 32] : ql[l];
+                        const int v = (((k < 2) ? (lo & 0xf) : (lo >> 4)) | (((qh[l] >> (2 * k)) & 3) << 4)) - 32;
+                        isum += v * q8[32 * k + l];
+                    }
+                    qsum += sc[g + 2 * k] * isum;
+                }
+            }
+        }
+        sum += a[b].d * fp16_to_fp32(w[b].d) * float(qsum);
+    }
+    return sum;
+}
+
+float dot_f32_row(int64_t cols, const float* w, const float* a) { return dot_f32_scalar(w, a, cols); }
+float dot_f16_row(int64_t cols, const uint16_t* w, const float* a) { return dot_f16_f32_scalar(w, a, cols); }
+float dot_bf16_row(int64_t cols, const uint16_t* w, const float* a) {
+    float sum = 0;
+    for (int64_t i = 0; i < cols; ++i) sum += bf16_to_fp32(w[i]) * a[i];
+    return sum;
+}
+
+// Every (row, token) pair independently: the reference needs no blocking.
+template <typename W, typename A, float (*Dot)(int64_t, const W*, const A*)>
+void tile_scalar(int64_t cols, const void* w, size_t w_stride, int nr, const void* a, size_t a_stride, int nt,
+                 float* y, int64_t ldy) {
+    for (int t = 0; t < nt; ++t)
+        for (int r = 0; r < nr; ++r)
+            y[t * ldy + r] = Dot(cols, reinterpret_cast<const W*>(static_cast<const char*>(w) + r * w_stride),
+                                 reinterpret_cast<const A*>(static_cast<const char*>(a) + t * a_stride));
+}
+
+constexpr int id(DType t) { return static_cast<int>(t); }
+
+}  // namespace
+
+DType activation_type(DType w) {
+    switch (w) {
+        case DType::Q4_0: case DType::Q5_0: case DType::Q8_0: return DType::Q8_0;
+        case DType::Q4_K: case DType::Q5_K: case DType::Q6_K: return DType::Q8_K;
+        default: return DType::F32;
+    }
+}
+
+void fill_scalar(KernelSet& k) {
+    k.tile[id(DType::F32)] = tile_scalar<float, float, dot_f32_row>;
+    k.tile[id(DType::F16)] = tile_scalar<uint16_t, float, dot_f16_row>;
+    k.tile[id(DType::BF16)] = tile_scalar<uint16_t, float, dot_bf16_row>;
+    k.tile[id(DType::Q8_0)] = tile_scalar<BlockQ8_0, BlockQ8_0, dot_q8_0>;
+    k.tile[id(DType::Q4_0)] = tile_scalar<BlockQ4_0, BlockQ8_0, dot_q4_0>;
+    k.tile[id(DType::Q5_0)] = tile_scalar<BlockQ5_0, BlockQ8_0, dot_q5_0>;
+    k.tile[id(DType::Q4_K)] = tile_scalar<BlockQ4_K, BlockQ8_K, dot_q4_k>;
+    k.tile[id(DType::Q5_K)] = tile_scalar<BlockQ5_K, BlockQ8_K, dot_q5_k>;
+    k.tile[id(DType::Q6_K)] = tile_scalar<BlockQ6_K, BlockQ8_K, dot_q6_k>;
+    k.quantize_q8_0 = quantize_q8_0;
+    k.quantize_q8_k = quantize_q8_k;
+    k.dot_f32 = dot_f32_scalar;
+    k.dot_f16_f32 = dot_f16_f32_scalar;
+    k.axpy_f32 = axpy_f32_scalar;
+    k.axpy_f16 = axpy_f16_scalar;
+    k.fp32_to_fp16_row = fp32_to_fp16_row_scalar;
+    k.fp16_to_fp32_row = fp16_to_fp32_row_scalar;
+}
+
+}  // namespace flint::detail

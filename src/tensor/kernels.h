@@ -1,0 +1,54 @@
+// flint/tensor/kernels.h — the table of kernels one instruction set provides (internal to src/tensor).
+// matmul.cpp picks one table at start-up (or when a test calls set_isa) and calls through it; each
+// SIMD file fills its entries over a copy of the scalar table, so anything it does not accelerate
+// falls back to the scalar reference.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "tensor/dtype.h"
+#include "tensor/quant.h"
+
+namespace flint::detail {
+
+// Dot products of a tile of weight rows with a batch of activation rows:
+//   y[t * ldy + r] = sum_c W[r, c] * A[t, c]     for r in [0, nr), t in [0, nt)
+// w: nr weight rows of `cols` elements, w_stride bytes apart (nr <= kTileRows).
+// a: nt activation rows in the weight's activation format (activation_type), a_stride bytes apart.
+using TileFn = void (*)(int64_t cols, const void* w, size_t w_stride, int nr, const void* a,
+                        size_t a_stride, int nt, float* y, int64_t ldy);
+constexpr int kTileRows = 4;
+
+struct KernelSet {
+    TileFn tile[32] = {};  // indexed by DType id; null where the type has no matmul
+    void (*quantize_q8_0)(const float* x, BlockQ8_0* y, int64_t n) = nullptr;
+    void (*quantize_q8_k)(const float* x, BlockQ8_K* y, int64_t n) = nullptr;
+    float (*dot_f32)(const float* a, const float* b, int64_t n) = nullptr;
+    float (*dot_f16_f32)(const uint16_t* a, const float* b, int64_t n) = nullptr;
+    void (*axpy_f32)(float a, const float* x, float* y, int64_t n) = nullptr;
+    void (*axpy_f16)(float a, const uint16_t* x, float* y, int64_t n) = nullptr;
+    void (*fp32_to_fp16_row)(const float* x, uint16_t* y, int64_t n) = nullptr;
+    void (*fp16_to_fp32_row)(const uint16_t* x, float* y, int64_t n) = nullptr;
+};
+
+// The format activations are converted to before dotting with weights of type w:
+// Q8_0 for Q4_0/Q5_0/Q8_0, Q8_K for the K-quants, F32 (no conversion) for F32/F16/BF16.
+DType activation_type(DType w);
+
+void fill_scalar(KernelSet& k);
+void fill_avx2(KernelSet& k);      // dot_avx2.cpp (calls fill_vec_avx2)
+void fill_vec_avx2(KernelSet& k);  // vec_avx2.cpp
+void fill_avx512(KernelSet& k);  // defined in dot_avx512.cpp
+
+// Scalar vector kernels (vec.cpp), also used by the SIMD files for tails.
+float dot_f32_scalar(const float* a, const float* b, int64_t n);
+float dot_f16_f32_scalar(const uint16_t* a, const float* b, int64_t n);
+void axpy_f32_scalar(float a, const float* x, float* y, int64_t n);
+void axpy_f16_scalar(float a, const uint16_t* x, float* y, int64_t n);
+void fp32_to_fp16_row_scalar(const float* x, uint16_t* y, int64_t n);
+void fp16_to_fp32_row_scalar(const uint16_t* x, float* y, int64_t n);
+
+// The kernel table in use (see matmul.h set_isa).
+const KernelSet& active_kernels();
+
+}  // namespace flint::detail

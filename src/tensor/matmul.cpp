@@ -1,0 +1,179 @@
+// flint/tensor/matmul.cpp — instruction-set dispatch and the threading of matmul.
+//
+// matmul = (1) convert the activations once (Q8_0 / Q8_K / none, see kernels.h activation_type),
+// (2) hand out chunks of output rows to the pool's threads; each chunk is walked in tiles of
+// kTileRows weight rows, and every tile is dotted against all tokens of a token block, so each weight
+// byte comes from memory once per call however many tokens there are.
+#include "tensor/matmul.h"
+
+#include <algorithm>
+#include <atomic>
+#include <vector>
+
+#include "tensor/kernels.h"
+#include "tensor/quant.h"
+#include "tensor/thread_pool.h"
+#include "util/error.h"
+
+namespace flint {
+namespace detail {
+namespace {
+
+struct Tables {
+    KernelSet sets[3];  // indexed by Isa
+    Isa best = Isa::Scalar;
+    std::atomic<const KernelSet*> active{nullptr};
+
+    Tables() {
+        fill_scalar(sets[0]);
+        sets[1] = sets[0];
+        sets[2] = sets[0];
+#if defined(__x86_64__)
+        __builtin_cpu_init();
+        const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                          __builtin_cpu_supports("f16c") && __builtin_cpu_supports("bmi2");
+        const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni") &&
+                            __builtin_cpu_supports("avx512dq");
+        if (avx2) {
+            fill_avx2(sets[1]);
+            sets[2] = sets[1];
+            best = Isa::AVX2;
+        }
+        if (avx512) {
+            fill_avx512(sets[2]);
+            best = Isa::AVX512;
+        }
+#endif
+        active.store(&sets[int(best)]);
+    }
+};
+
+Tables& tables() {
+    static Tables t;
+    return t;
+}
+
+// Below this many multiply-adds a matmul runs on the calling thread: waking the pool and the barrier
+// cost about a microsecond, which a small product (stories260K's 64x64) does not repay.
+constexpr int64_t kMinParallelMacs = 64 * 1024;
+// Tokens per block in the batched path: a block of quantized activations (e.g. 64 x 4864 Q8_0,
+// 330 KB) stays in L2 while a chunk of weight rows streams past it.
+constexpr int64_t kTokenBlock = 64;
+
+}  // namespace
+
+const KernelSet& active_kernels() {
+    return *tables().active.load(std::memory_order_relaxed);
+}
+
+}  // namespace detail
+
+using namespace detail;
+
+Isa active_isa() {
+    Tables& t = tables();
+    return Isa(t.active.load() - &t.sets[0]);
+}
+
+Isa best_isa() { return tables().best; }
+
+void set_isa(Isa isa) {
+    Tables& t = tables();
+    if (int(isa) > int(t.best)) fail("this CPU does not support ", isa_name(isa), " (best is ", isa_name(t.best), ")");
+    t.active.store(&t.sets[int(isa)]);
+}
+
+const char* isa_name(Isa isa) {
+    switch (isa) {
+        case Isa::Scalar: return "scalar";
+        case Isa::AVX2: return "avx2";
+        case Isa::AVX512: return "avx512";
+    }
+    return "?";
+}
+
+namespace {
+
+void check_weight(const WeightView& w) {
+    const auto tr = dtype_traits(uint32_t(w.type));
+    if (!tr) fail("matmul: unknown weight type id ", uint32_t(w.type));
+    if (!active_kernels().tile[int(w.type)]) fail("matmul: no kernel for weight type ", dtype_name(w.type));
+    if (w.rows < 0 || w.cols <= 0 || w.cols % tr->block_elems != 0)
+        fail("matmul: ", dtype_name(w.type), " weight [", w.rows, ", ", w.cols, "]: cols must be a positive multiple of ",
+             tr->block_elems);
+    if (!w.data && w.rows > 0) fail("matmul: weight has no data");
+}
+
+// Activation scratch, reused across calls (grows, never shrinks): no allocation per step.
+std::vector<uint8_t>& act_scratch() {
+    thread_local std::vector<uint8_t> buf;
+    return buf;
+}
+
+}  // namespace
+
+void matmul(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool* pool) {
+    check_weight(w);
+    if (n_tokens <= 0 || w.rows == 0) return;
+    const KernelSet& k = active_kernels();
+    const TileFn tile = k.tile[int(w.type)];
+    const int64_t rows = w.rows, cols = w.cols;
+    const size_t w_stride = row_bytes(w.type, size_t(cols));
+    const DType at = activation_type(w.type);
+
+    const int nth = pool ? pool->size() : 1;
+    const bool parallel = nth > 1 && rows * cols * n_tokens >= kMinParallelMacs;
+
+    // (1) activations, converted once for the whole call.
+    const uint8_t* act = reinterpret_cast<const uint8_t*>(x);
+    size_t a_stride = size_t(cols) * sizeof(float);
+    if (at != DType::F32) {
+        a_stride = row_bytes(at, size_t(cols));
+        std::vector<uint8_t>& buf = act_scratch();
+        if (buf.size() < a_stride * size_t(n_tokens)) buf.resize(a_stride * size_t(n_tokens));
+        uint8_t* q = buf.data();
+        auto quantize_tokens = [&](int64_t t0, int64_t t1) {
+            for (int64_t t = t0; t < t1; ++t) {
+                if (at == DType::Q8_0) k.quantize_q8_0(x + t * cols, reinterpret_cast<BlockQ8_0*>(q + t * a_stride), cols);
+                else k.quantize_q8_k(x + t * cols, reinterpret_cast<BlockQ8_K*>(q + t * a_stride), cols);
+            }
+        };
+        if (parallel && n_tokens > 1) pool->parallel_for(n_tokens, quantize_tokens);
+        else quantize_tokens(0, n_tokens);
+        act = q;
+    }
+
+    // (2) rows in chunks; a thread claims the next chunk when done (the cores are shared, so static
+    // shares would leave the whole call waiting on whichever thread got preempted).
+    const int64_t n_tiles = (rows + kTileRows - 1) / kTileRows;
+    const int64_t tiles_per_chunk = std::max<int64_t>(1, n_tiles / (int64_t(nth) * 8));
+    const int64_t n_chunks = (n_tiles + tiles_per_chunk - 1) / tiles_per_chunk;
+    std::atomic<int64_t> next_chunk{0};
+    const auto* wbase = static_cast<const uint8_t*>(w.data);
+
+    auto work = [&](int, int) {
+        for (int64_t c; (c = next_chunk.fetch_add(1, std::memory_order_relaxed)) < n_chunks;) {
+            const int64_t r0 = c * tiles_per_chunk * kTileRows;
+            const int64_t r1 = std::min(rows, r0 + tiles_per_chunk * kTileRows);
+            for (int64_t t0 = 0; t0 < n_tokens; t0 += kTokenBlock) {
+                const int nt = int(std::min(kTokenBlock, n_tokens - t0));
+                for (int64_t r = r0; r < r1; r += kTileRows) {
+                    const int nr = int(std::min<int64_t>(kTileRows, r1 - r));
+                    tile(cols, wbase + size_t(r) * w_stride, w_stride, nr, act + size_t(t0) * a_stride, a_stride, nt,
+                         y + t0 * rows + r, rows);
+                }
+            }
+        }
+    };
+    if (parallel) pool->run(work);
+    else work(0, 1);
+}
+
+void get_row(const WeightView& w, int64_t row, float* out) {
+    if (row < 0 || row >= w.rows) fail("get_row: row ", row, " out of range [0, ", w.rows, ")");
+    const size_t stride = row_bytes(w.type, size_t(w.cols));
+    dequantize_row_ref(w.type, static_cast<const uint8_t*>(w.data) + size_t(row) * stride, out, w.cols);
+}
+
+}  // namespace flint

@@ -1,0 +1,41 @@
+// flint/tensor/quant_internal.h — per-format row converters behind quantize_row_ref /
+// dequantize_row_ref, shared by the matmul kernels (activation quantization) and the tests.
+// Not part of the public tensor API.
+#pragma once
+#include <cstdint>
+
+#include "tensor/quant.h"
+
+namespace flint::detail {
+
+// n elements, n a multiple of the block size (32 or 256).
+void quantize_q4_0(const float* x, BlockQ4_0* y, int64_t n);
+void quantize_q5_0(const float* x, BlockQ5_0* y, int64_t n);
+void quantize_q8_0(const float* x, BlockQ8_0* y, int64_t n);
+void quantize_q8_k(const float* x, BlockQ8_K* y, int64_t n);
+void quantize_q4_k(const float* x, BlockQ4_K* y, int64_t n);
+void quantize_q5_k(const float* x, BlockQ5_K* y, int64_t n);
+void quantize_q6_k(const float* x, BlockQ6_K* y, int64_t n);
+
+void dequantize_q4_0(const BlockQ4_0* x, float* y, int64_t n);
+void dequantize_q5_0(const BlockQ5_0* x, float* y, int64_t n);
+void dequantize_q8_0(const BlockQ8_0* x, float* y, int64_t n);
+void dequantize_q8_k(const BlockQ8_K* x, float* y, int64_t n);
+void dequantize_q4_k(const BlockQ4_K* x, float* y, int64_t n);
+void dequantize_q5_k(const BlockQ5_K* x, float* y, int64_t n);
+void dequantize_q6_k(const BlockQ6_K* x, float* y, int64_t n);
+
+// The 6-bit (scale, min) pair of sub-block j (0..7) of a Q4_K/Q5_K super-block: 12 bytes hold
+// eight 6-bit scales and eight 6-bit mins; j < 4 sit in the low 6 bits of bytes j and j+4, j >= 4
+// are split between the nibbles of bytes j+4 and the top 2 bits of bytes j-4 / j.
+inline void k4_scale_min(int j, const uint8_t* q, uint8_t& sc, uint8_t& m) {
+    if (j < 4) {
+        sc = q[j] & 63;
+        m = q[j + 4] & 63;
+    } else {
+        sc = uint8_t((q[j + 4] & 0xf) | ((q[j - 4] >> 6) << 4));
+        m = uint8_t((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
+    }
+}
+
+}  // namespace flint::detail

@@ -1,0 +1,187 @@
+// flint/tensor/quant_ref.cpp — scalar reference conversions for the plain and 32-element block
+// formats (F32, F16, BF16, Q4_0, Q5_0, Q8_0) and Q8_K activations, plus the row-level dispatch.
+// Layouts follow GGUF: within a 32-block of Q4_0/Q5_0, byte j holds element j in its low nibble
+// and element j+16 in its high nibble; Q5_0's fifth bits are a little-endian 32-bit mask.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "tensor/quant.h"
+#include "tensor/quant_internal.h"
+#include "util/error.h"
+
+namespace flint::detail {
+namespace {
+
+// Largest |x| in the block, returned with its sign (symmetric formats put it at -8 / -16 so the
+// other side gets the extra level).
+float signed_absmax(const float* x, int n) {
+    float amax = 0, max = 0;
+    for (int i = 0; i < n; ++i)
+        if (std::fabs(x[i]) > amax) { amax = std::fabs(x[i]); max = x[i]; }
+    return max;
+}
+
+// Quantize with the scale the block will actually store (fp16-rounded), so the dequantized error
+// is bounded by half a step of the stored scale rather than of the unrounded one.
+float stored_scale(float d, uint16_t& d_half) {
+    d_half = fp32_to_fp16(d);
+    return fp16_to_fp32(d_half);
+}
+
+}  // namespace
+
+void quantize_q8_0(const float* x, BlockQ8_0* y, int64_t n) {
+    for (int64_t b = 0; b < n / QK; ++b, x += QK) {
+        float amax = 0;
+        for (int i = 0; i < QK; ++i) amax = std::max(amax, std::fabs(x[i]));
+        const float d = stored_scale(amax / 127.0f, y[b].d);
+        const float id = d != 0 ? 1.0f / d : 0.0f;
+        for (int i = 0; i < QK; ++i)
+            y[b].qs[i] = int8_t(std::clamp(std::nearbyint(x[i] * id), -127.0f, 127.0f));
+    }
+}
+
+void quantize_q4_0(const float* x, BlockQ4_0* y, int64_t n) {
+    for (int64_t b = 0; b < n / QK; ++b, x += QK) {
+        const float d = stored_scale(signed_absmax(x, QK) / -8.0f, y[b].d);
+        const float id = d != 0 ? 1.0f / d : 0.0f;
+        for (int j = 0; j < QK / 2; ++j) {
+            const int lo = std::clamp(int(std::nearbyint(x[j] * id)) + 8, 0, 15);
+            const int hi = std::clamp(int(std::nearbyint(x[j + QK / 2] * id)) + 8, 0, 15);
+            y[b].qs[j] = uint8_t(lo | (hi << 4));
+        }
+    }
+}
+
+void quantize_q5_0(const float* x, BlockQ5_0* y, int64_t n) {
+    for (int64_t b = 0; b < n / QK; ++b, x += QK) {
+        const float d = stored_scale(signed_absmax(x, QK) / -16.0f, y[b].d);
+        const float id = d != 0 ? 1.0f / d : 0.0f;
+        uint32_t qh = 0;
+        for (int j = 0; j < QK / 2; ++j) {
+            const int lo = std::clamp(int(std::nearbyint(x[j] * id)) + 16, 0, 31);
+            const int hi = std::clamp(int(std::nearbyint(x[j + QK / 2] * id)) + 16, 0, 31);
+            y[b].qs[j] = uint8_t((lo & 0xf) | ((hi & 0xf) << 4));
+            qh |= uint32_t(lo >> 4) << j;
+            qh |= uint32_t(hi >> 4) << (j + QK / 2);
+        }
+        std::memcpy(y[b].qh, &qh, 4);
+    }
+}
+
+void quantize_q8_k(const float* x, BlockQ8_K* y, int64_t n) {
+    for (int64_t b = 0; b < n / QK_K; ++b, x += QK_K) {
+        float amax = 0;
+        for (int i = 0; i < QK_K; ++i) amax = std::max(amax, std::fabs(x[i]));
+        const float d = amax / 127.0f;  // Q8_K keeps its scale in f32
+        const float id = d != 0 ? 1.0f / d : 0.0f;
+        y[b].d = d;
+        for (int i = 0; i < QK_K; ++i)
+            y[b].qs[i] = int8_t(std::clamp(std::nearbyint(x[i] * id), -127.0f, 127.0f));
+        for (int g = 0; g < QK_K / 16; ++g) {
+            int s = 0;
+            for (int i = 0; i < 16; ++i) s += y[b].qs[g * 16 + i];
+            y[b].bsums[g] = int16_t(s);
+        }
+    }
+}
+
+void dequantize_q8_0(const BlockQ8_0* x, float* y, int64_t n) {
+    for (int64_t b = 0; b < n / QK; ++b, y += QK) {
+        const float d = fp16_to_fp32(x[b].d);
+        for (int i = 0; i < QK; ++i) y[i] = d * x[b].qs[i];
+    }
+}
+
+void dequantize_q4_0(const BlockQ4_0* x, float* y, int64_t n) {
+    for (int64_t b = 0; b < n / QK; ++b, y += QK) {
+        const float d = fp16_to_fp32(x[b].d);
+        for (int j = 0; j < QK / 2; ++j) {
+            y[j] = d * ((x[b].qs[j] & 0xf) - 8);
+            y[j + QK / 2] = d * ((x[b].qs[j] >> 4) - 8);
+        }
+    }
+}
+
+void dequantize_q5_0(const BlockQ5_0* x, float* y, int64_t n) {
+    for (int64_t b = 0; b < n / QK; ++b, y += QK) {
+        const float d = fp16_to_fp32(x[b].d);
+        uint32_t qh;
+        std::memcpy(&qh, x[b].qh, 4);
+        for (int j = 0; j < QK / 2; ++j) {
+            const int lo = (x[b].qs[j] & 0xf) | int(((qh >> j) & 1) << 4);
+            const int hi = (x[b].qs[j] >> 4) | int(((qh >> (j + QK / 2)) & 1) << 4);
+            y[j] = d * (lo - 16);
+            y[j + QK / 2] = d * (hi - 16);
+        }
+    }
+}
+
+void dequantize_q8_k(const BlockQ8_K* x, float* y, int64_t n) {
+    for (int64_t b = 0; b < n / QK_K; ++b, y += QK_K)
+        for (int i = 0; i < QK_K; ++i) y[i] = x[b].d * x[b].qs[i];
+}
+
+}  // namespace flint::detail
+
+namespace flint {
+
+using namespace detail;
+
+namespace {
+void check_multiple(DType t, int64_t n) {
+    const int64_t be = traits(t).block_elems;
+    if (n < 0 || n % be != 0) fail("row of ", n, " elements is not a multiple of the ", dtype_name(t), " block (", be, ")");
+}
+}  // namespace
+
+bool can_quantize(DType t) {
+    switch (t) {
+        case DType::F32: case DType::F16: case DType::BF16: case DType::Q4_0: case DType::Q5_0:
+        case DType::Q8_0: case DType::Q4_K: case DType::Q5_K: case DType::Q6_K: case DType::Q8_K:
+            return true;
+        default:
+            return false;
+    }
+}
+
+bool can_dequantize(DType t) { return can_quantize(t); }
+
+void quantize_row_ref(DType t, const float* x, void* out, int64_t n) {
+    if (!can_quantize(t)) fail("cannot quantize to ", dtype_name(t));
+    check_multiple(t, n);
+    switch (t) {
+        case DType::F32: std::memcpy(out, x, size_t(n) * 4); break;
+        case DType::F16: for (int64_t i = 0; i < n; ++i) static_cast<uint16_t*>(out)[i] = fp32_to_fp16(x[i]); break;
+        case DType::BF16: for (int64_t i = 0; i < n; ++i) static_cast<uint16_t*>(out)[i] = fp32_to_bf16(x[i]); break;
+        case DType::Q4_0: quantize_q4_0(x, static_cast<BlockQ4_0*>(out), n); break;
+        case DType::Q5_0: quantize_q5_0(x, static_cast<BlockQ5_0*>(out), n); break;
+        case DType::Q8_0: quantize_q8_0(x, static_cast<BlockQ8_0*>(out), n); break;
+        case DType::Q4_K: quantize_q4_k(x, static_cast<BlockQ4_K*>(out), n); break;
+        case DType::Q5_K: quantize_q5_k(x, static_cast<BlockQ5_K*>(out), n); break;
+        case DType::Q6_K: quantize_q6_k(x, static_cast<BlockQ6_K*>(out), n); break;
+        case DType::Q8_K: quantize_q8_k(x, static_cast<BlockQ8_K*>(out), n); break;
+        default: break;
+    }
+}
+
+void dequantize_row_ref(DType t, const void* in, float* out, int64_t n) {
+    if (!can_dequantize(t)) fail("cannot dequantize ", dtype_name(t));
+    check_multiple(t, n);
+    switch (t) {
+        case DType::F32: std::memcpy(out, in, size_t(n) * 4); break;
+        case DType::F16: for (int64_t i = 0; i < n; ++i) out[i] = fp16_to_fp32(static_cast<const uint16_t*>(in)[i]); break;
+        case DType::BF16: for (int64_t i = 0; i < n; ++i) out[i] = bf16_to_fp32(static_cast<const uint16_t*>(in)[i]); break;
+        case DType::Q4_0: dequantize_q4_0(static_cast<const BlockQ4_0*>(in), out, n); break;
+        case DType::Q5_0: dequantize_q5_0(static_cast<const BlockQ5_0*>(in), out, n); break;
+        case DType::Q8_0: dequantize_q8_0(static_cast<const BlockQ8_0*>(in), out, n); break;
+        case DType::Q4_K: dequantize_q4_k(static_cast<const BlockQ4_K*>(in), out, n); break;
+        case DType::Q5_K: dequantize_q5_k(static_cast<const BlockQ5_K*>(in), out, n); break;
+        case DType::Q6_K: dequantize_q6_k(static_cast<const BlockQ6_K*>(in), out, n); break;
+        case DType::Q8_K: dequantize_q8_k(static_cast<const BlockQ8_K*>(in), out, n); break;
+        default: break;
+    }
+}
+
+}  // namespace flint

@@ -1,0 +1,181 @@
+// matmul against a double-precision reference, and every SIMD kernel against the scalar one.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "tensor/kernels.h"
+#include "tensor/matmul.h"
+#include "tensor/quant.h"
+#include "tensor/thread_pool.h"
+#include "tensor_test_util.h"
+#include "util/error.h"
+
+namespace flint {
+namespace {
+
+using test::available_isas;
+using test::IsaGuard;
+using test::kWeightTypes;
+using test::quantize_matrix;
+using test::random_floats;
+
+int64_t block_of(DType t) { return traits(t).block_elems == 1 ? 32 : traits(t).block_elems; }
+
+// Reference: dequantized weights times the activations, in double. The kernels see the activations
+// after their own quantization (Q8_0 / Q8_K), so the allowed error is exactly what that costs,
+// sum_c |W[r,c]| * |x[c] - xq[c]|, plus f32 rounding of the sums.
+struct Reference {
+    std::vector<double> y;
+    std::vector<double> bound;
+};
+
+Reference reference(DType t, const std::vector<uint8_t>& wq, int64_t rows, int64_t cols, const std::vector<float>& x,
+                    int64_t nt) {
+    Reference ref{std::vector<double>(size_t(rows * nt)), std::vector<double>(size_t(rows * nt))};
+    const DType at = detail::activation_type(t);
+    std::vector<float> xq(x.size());
+    for (int64_t k = 0; k < nt; ++k) {
+        std::vector<uint8_t> q(row_bytes(at, size_t(cols)));
+        quantize_row_ref(at, x.data() + k * cols, q.data(), cols);
+        dequantize_row_ref(at, q.data(), xq.data() + k * cols, cols);
+    }
+    std::vector<float> wr(static_cast<size_t>(cols));
+    const size_t rb = row_bytes(t, size_t(cols));
+    for (int64_t r = 0; r < rows; ++r) {
+        dequantize_row_ref(t, wq.data() + size_t(r) * rb, wr.data(), cols);
+        for (int64_t k = 0; k < nt; ++k) {
+            double s = 0, act_err = 0, mag = 0;
+            for (int64_t c = 0; c < cols; ++c) {
+                const double w = wr[size_t(c)], xv = x[size_t(k * cols + c)];
+                s += w * xv;
+                act_err += std::fabs(w) * std::fabs(xv - xq[size_t(k * cols + c)]);
+                mag += std::fabs(w * xv);
+            }
+            ref.y[size_t(k * rows + r)] = s;
+            ref.bound[size_t(k * rows + r)] = act_err * 1.0001 + 2e-6 * mag + 1e-6;
+        }
+    }
+    return ref;
+}
+
+TEST(Matmul, MatchesDoublePrecisionReferenceForEveryTypeAndIsa) {
+    IsaGuard guard;
+    ThreadPool pool(3);
+    for (DType t : kWeightTypes) {
+        const int64_t bs = block_of(t);
+        for (int64_t cols : {bs, 3 * bs, 8 * bs}) {
+            for (int64_t rows : {1, 5, 13}) {
+                const auto wf = random_floats(size_t(rows * cols), uint32_t(rows * 7 + cols));
+                const auto wq = quantize_matrix(t, wf, rows, cols);
+                const WeightView w{t, wq.data(), rows, cols};
+                for (int64_t nt : {1, 2, 5, 9}) {
+                    const auto x = random_floats(size_t(nt * cols), uint32_t(nt + 100));
+                    const Reference ref = reference(t, wq, rows, cols, x, nt);
+                    for (Isa isa : available_isas()) {
+                        set_isa(isa);
+                        for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+                            std::vector<float> y(size_t(rows * nt), NAN);
+                            matmul(w, x.data(), nt, y.data(), p);
+                            for (size_t i = 0; i < y.size(); ++i)
+                                ASSERT_NEAR(y[i], ref.y[i], ref.bound[i])
+                                    << dtype_name(t) << " " << isa_name(isa) << " rows " << rows << " cols " << cols
+                                    << " nt " << nt << " i " << i;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+// SIMD kernels against the scalar reference: identical integer block sums, so the only difference
+// is the order of f32 additions; tolerance is relative to the sum of |terms|.
+TEST(Matmul, SimdMatchesScalarOnManyShapes) {
+    IsaGuard guard;
+    if (available_isas().size() == 1) GTEST_SKIP() << "no SIMD instruction set on this CPU";
+    ThreadPool pool(2);
+    for (DType t : kWeightTypes) {
+        const int64_t bs = block_of(t);
+        for (int64_t cols : {bs, 2 * bs, 7 * bs, bs * (bs == 32 ? 28 : 4)}) {
+            for (int64_t rows : {1, 2, 3, 4, 6, 11, 64 + 3}) {
+                const auto wf = random_floats(size_t(rows * cols), uint32_t(rows * 31 + cols));
+                const auto wq = quantize_matrix(t, wf, rows, cols);
+                const WeightView w{t, wq.data(), rows, cols};
+                for (int64_t nt = 1; nt <= 9; ++nt) {
+                    const auto x = random_floats(size_t(nt * cols), uint32_t(nt * 3 + 7));
+                    set_isa(Isa::Scalar);
+                    std::vector<float> want(size_t(rows * nt));
+                    matmul(w, x.data(), nt, want.data(), nullptr);
+                    // Magnitude of the terms, for the rounding-order tolerance.
+                    std::vector<float> wr(static_cast<size_t>(cols));
+                    std::vector<double> mag(size_t(rows * nt));
+                    for (int64_t r = 0; r < rows; ++r) {
+                        get_row(w, r, wr.data());
+                        for (int64_t k = 0; k < nt; ++k)
+                            for (int64_t c = 0; c < cols; ++c)
+                                mag[size_t(k * rows + r)] += std::fabs(wr[size_t(c)] * x[size_t(k * cols + c)]);
+                    }
+                    for (Isa isa : available_isas()) {
+                        if (isa == Isa::Scalar) continue;
+                        set_isa(isa);
+                        std::vector<float> got(size_t(rows * nt), NAN);
+                        matmul(w, x.data(), nt, got.data(), nt % 2 ? &pool : nullptr);
+                        for (size_t i = 0; i < got.size(); ++i)
+                            ASSERT_NEAR(got[i], want[i], 1e-5 * mag[i] + 1e-6)
+                                << dtype_name(t) << " " << isa_name(isa) << " rows " << rows << " cols " << cols
+                                << " nt " << nt << " i " << i;
+                    }
+                }
+            }
+        }
+    }
+}
+
+TEST(Matmul, LargeBatchUsesEveryTokenBlock) {
+    // More tokens than one token block (64) and enough work to go parallel.
+    IsaGuard guard;
+    ThreadPool pool(2);
+    const int64_t rows = 37, cols = 512, nt = 131;
+    for (DType t : {DType::Q8_0, DType::Q4_K, DType::F16}) {
+        const auto wq = quantize_matrix(t, random_floats(size_t(rows * cols), 9), rows, cols);
+        const WeightView w{t, wq.data(), rows, cols};
+        const auto x = random_floats(size_t(nt * cols), 10);
+        const Reference ref = reference(t, wq, rows, cols, x, nt);
+        std::vector<float> y(size_t(rows * nt));
+        matmul(w, x.data(), nt, y.data(), &pool);
+        for (size_t i = 0; i < y.size(); ++i) ASSERT_NEAR(y[i], ref.y[i], ref.bound[i]) << dtype_name(t) << " i " << i;
+    }
+}
+
+TEST(Matmul, GetRowDequantizesOneRow) {
+    const int64_t rows = 5, cols = 256;
+    const auto wf = random_floats(size_t(rows * cols), 11);
+    for (DType t : kWeightTypes) {
+        const auto wq = quantize_matrix(t, wf, rows, cols);
+        std::vector<float> got(static_cast<size_t>(cols)), want(static_cast<size_t>(cols));
+        get_row(WeightView{t, wq.data(), rows, cols}, 3, got.data());
+        dequantize_row_ref(t, wq.data() + 3 * row_bytes(t, size_t(cols)), want.data(), cols);
+        EXPECT_EQ(got, want) << dtype_name(t);
+    }
+}
+
+TEST(Matmul, RejectsBadShapesAndTypes) {
+    std::vector<uint8_t> buf(4096);
+    std::vector<float> x(256), y(256);
+    EXPECT_THROW(matmul(WeightView{DType::Q8_0, buf.data(), 2, 48}, x.data(), 1, y.data(), nullptr), Error);
+    EXPECT_THROW(matmul(WeightView{DType::Q2_K, buf.data(), 2, 256}, x.data(), 1, y.data(), nullptr), Error);
+    EXPECT_THROW(get_row(WeightView{DType::F32, buf.data(), 2, 16}, 2, y.data()), Error);
+}
+
+TEST(Isa, SetIsaRejectsWhatTheCpuLacksAndRestores) {
+    IsaGuard guard;
+    EXPECT_EQ(active_isa(), best_isa());
+    set_isa(Isa::Scalar);
+    EXPECT_EQ(active_isa(), Isa::Scalar);
+    if (best_isa() != Isa::AVX512) {
+        EXPECT_THROW(set_isa(Isa::AVX512), Error);
+    }
+}
+
+}  // namespace
+}  // namespace flint

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdio>
 #include <string>
+#include <unistd.h>
 
 #include "cli/commands.h"
 #include "gguf/gguf_quantize.h"
@@ -21,7 +22,9 @@ void quantize(const QuantizeArgs& a) {
     gguf::QuantizeOptions o;
     o.target = target;
     o.threads = a.threads;
-    if (!a.quiet)
+    // The progress line rewrites itself with \r: only on a terminal, where that reads as one line.
+    const bool progress = !a.quiet && ::isatty(2);
+    if (progress)
         o.on_tensor = [](size_t k, size_t n, const gguf::TensorInfo& t, DType dt) {
             // One status line, rewritten in place: \r then clear to the end of the line.
             std::fprintf(stderr, "\r\033[K[%zu/%zu] %-32s %-5s -> %s", k + 1, n, t.name.c_str(),
@@ -31,8 +34,10 @@ void quantize(const QuantizeArgs& a) {
     auto t0 = std::chrono::steady_clock::now();
     gguf::QuantizeResult r = gguf::quantize_file(a.in, a.out, o);
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (!a.quiet) std::fprintf(stderr, "\r\033[K");
-    for (const std::string& note : r.notes) std::fprintf(stderr, "note: %s\n", note.c_str());
+    if (progress) std::fprintf(stderr, "\r\033[K");
+    constexpr size_t kMaxNotes = 6;  // a big model can have hundreds of identical fallbacks
+    for (size_t k = 0; k < r.notes.size() && k < kMaxNotes; ++k) std::fprintf(stderr, "note: %s\n", r.notes[k].c_str());
+    if (r.notes.size() > kMaxNotes) std::fprintf(stderr, "note: ... and %zu more fallbacks\n", r.notes.size() - kMaxNotes);
     std::fprintf(stderr, "%s: %zu tensors (%zu converted to %s or a fallback), %.2f MiB -> %.2f MiB in %.2f s\n",
                  a.out.c_str(), r.n_tensors, r.n_converted, std::string(dtype_name(target)).c_str(),
                  r.in_bytes / 1048576.0, r.out_bytes / 1048576.0, secs);

@@ -1,10 +1,396 @@
-// flint/tensor/dot_avx2.cpp — AVX2 + FMA matmul tiles (placeholder: vector kernels only so far).
+// flint/tensor/dot_avx2.cpp — AVX2 + FMA (+F16C) matmul tiles and activation quantizers.
+//
+// Integer formats: per 32-element block the weights become 32 signed bytes, the activations are
+// Q8_0 bytes, and the block dot is _mm256_maddubs_epi16(|w|, sign(a, w)) -> pairs of int16 ->
+// _mm256_madd_epi16 with ones -> 8 int32 lanes, scaled by d_w*d_a into 8 f32 accumulator lanes.
+// (maddubs wants one unsigned operand; moving the weight's sign onto the activation keeps the products
+// exact: |w| <= 127 and |a| <= 127, so a pair sum never saturates int16.)
+//
+// A tile is R weight rows x T tokens held in R*T accumulators: each weight block is loaded and
+// unpacked once per T tokens, each activation block once per R rows.
+//
+// K-quants: each super-block of R rows is first unpacked into a small L1 buffer (unsigned levels,
+// int16 sub-block scales and mins) and then dotted against each token's Q8_K block; the mins are
+// applied through Q8_K's per-16 sums (bsums), so the offset costs one madd per super-block.
 #include <immintrin.h>
 
+#include <cstring>
+
 #include "tensor/kernels.h"
+#include "tensor/quant_internal.h"
 
 namespace flint::detail {
+namespace {
 
-void fill_avx2(KernelSet& k) { fill_vec_avx2(k); }
+float hsum(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+float half(uint16_t h) { return _cvtsh_ss(h); }
+
+template <typename B>
+const B* row_ptr(const void* base, size_t stride, int r) {
+    return reinterpret_cast<const B*>(static_cast<const uint8_t*>(base) + size_t(r) * stride);
+}
+
+// ---- 32-element formats: one block of weights as 32 signed bytes -----------------------------------
+
+struct Q8_0W {
+    using Block = BlockQ8_0;
+    static __m256i load(const Block& b) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs)); }
+};
+
+struct Q4_0W {
+    using Block = BlockQ4_0;
+    static __m256i load(const Block& b) {
+        // Low nibbles are elements 0..15, high nibbles 16..31.
+        const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs));
+        const __m256i v = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), _mm256_set1_epi8(0x0f));
+        return _mm256_sub_epi8(v, _mm256_set1_epi8(8));
+    }
+};
+
+struct Q5_0W {
+    using Block = BlockQ5_0;
+    static __m256i load(const Block& b) {
+        const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs));
+        const __m256i lo4 = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), _mm256_set1_epi8(0x0f));
+        // Spread the 32 fifth bits to bytes: byte i <- byte i/8 of qh, then test bit i%8.
+        uint32_t qh;
+        std::memcpy(&qh, b.qh, 4);
+        const __m256i spread = _mm256_shuffle_epi8(
+            _mm256_set1_epi32(int(qh)),
+            _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0x0000000000000000));
+        const __m256i bit = _mm256_set1_epi64x(int64_t(0x8040201008040201));
+        const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
+        // value = nibble + 16*bit - 16: where the bit is clear, OR in 0xF0 (= nibble - 16 as int8).
+        return _mm256_or_si256(lo4, _mm256_andnot_si256(set, _mm256_set1_epi8(int8_t(0xf0))));
+    }
+};
+
+// R rows x T tokens, every block: y[t*ldy + r] = sum_b d_w[r,b] d_a[t,b] <w[r,b], a[t,b]>.
+template <typename W, int R, int T>
+void tile_q8_rt(int64_t nb, const void* w, size_t ws, const void* a, size_t as, float* y, int64_t ldy) {
+    using B = typename W::Block;
+    const B* wr[R];
+    const BlockQ8_0* at[T];
+    for (int r = 0; r < R; ++r) wr[r] = row_ptr<B>(w, ws, r);
+    for (int t = 0; t < T; ++t) at[t] = row_ptr<BlockQ8_0>(a, as, t);
+    __m256 acc[R][T];
+    for (int r = 0; r < R; ++r)
+        for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
+    const __m256i ones = _mm256_set1_epi16(1);
+    for (int64_t b = 0; b < nb; ++b) {
+        __m256i wv[R], wabs[R];
+        float dw[R];
+        for (int r = 0; r < R; ++r) {
+            wv[r] = W::load(wr[r][b]);
+            wabs[r] = _mm256_sign_epi8(wv[r], wv[r]);
+            dw[r] = half(wr[r][b].d);
+        }
+        for (int t = 0; t < T; ++t) {
+            const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(at[t][b].qs));
+            const float da = half(at[t][b].d);
+            for (int r = 0; r < R; ++r) {
+                const __m256i p16 = _mm256_maddubs_epi16(wabs[r], _mm256_sign_epi8(av, wv[r]));
+                const __m256 p = _mm256_cvtepi32_ps(_mm256_madd_epi16(p16, ones));
+                acc[r][t] = _mm256_fmadd_ps(p, _mm256_set1_ps(dw[r] * da), acc[r][t]);
+            }
+        }
+    }
+    for (int r = 0; r < R; ++r)
+        for (int t = 0; t < T; ++t) y[t * ldy + r] = hsum(acc[r][t]);
+}
+
+// Walks the tokens T at a time (remainder one at a time) for a tile of nr <= 4 rows.
+template <template <int, int> class Kernel, int T>
+void walk_tokens(int64_t n, const void* w, size_t ws, int nr, const void* a, size_t as, int nt, float* y,
+                 int64_t ldy) {
+    auto call = [&](auto tt, const void* ap, float* yp) {
+        constexpr int TT = decltype(tt)::value;
+        switch (nr) {
+            case 1: Kernel<1, TT>::run(n, w, ws, ap, as, yp, ldy); break;
+            case 2: Kernel<2, TT>::run(n, w, ws, ap, as, yp, ldy); break;
+            case 3: Kernel<3, TT>::run(n, w, ws, ap, as, yp, ldy); break;
+            default: Kernel<4, TT>::run(n, w, ws, ap, as, yp, ldy); break;
+        }
+    };
+    int t = 0;
+    for (; t + T <= nt; t += T)
+        call(std::integral_constant<int, T>{}, static_cast<const uint8_t*>(a) + size_t(t) * as, y + t * ldy);
+    for (; t < nt; ++t)
+        call(std::integral_constant<int, 1>{}, static_cast<const uint8_t*>(a) + size_t(t) * as, y + t * ldy);
+}
+
+template <typename W>
+struct Q8Kernel {
+    template <int R, int T>
+    struct K {
+        static void run(int64_t n, const void* w, size_t ws, const void* a, size_t as, float* y, int64_t ldy) {
+            tile_q8_rt<W, R, T>(n / QK, w, ws, a, as, y, ldy);
+        }
+    };
+};
+
+template <typename W>
+void tile_q8(int64_t cols, const void* w, size_t ws, int nr, const void* a, size_t as, int nt, float* y, int64_t ldy) {
+    walk_tokens<Q8Kernel<W>::template K, 2>(cols, w, ws, nr, a, as, nt, y, ldy);
+}
+
+// ---- float weights (F32 / F16 / BF16) against f32 activations --------------------------------------
+
+struct F32W {
+    static __m256 load(const void* p, int64_t i) { return _mm256_loadu_ps(static_cast<const float*>(p) + i); }
+};
+struct F16W {
+    static __m256 load(const void* p, int64_t i) {
+        return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(p) + i)));
+    }
+};
+struct BF16W {
+    static __m256 load(const void* p, int64_t i) {
+        const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(p) + i));
+        return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+    }
+};
+
+template <typename W, int R, int T>
+void tile_f_rt(int64_t cols, const void* w, size_t ws, const void* a, size_t as, float* y, int64_t ldy) {
+    // cols is a multiple of 32 for every matmul weight (checked by matmul), so no tail here.
+    const void* wr[R];
+    const float* at[T];
+    for (int r = 0; r < R; ++r) wr[r] = static_cast<const uint8_t*>(w) + size_t(r) * ws;
+    for (int t = 0; t < T; ++t) at[t] = reinterpret_cast<const float*>(static_cast<const uint8_t*>(a) + size_t(t) * as);
+    __m256 acc[R][T];
+    for (int r = 0; r < R; ++r)
+        for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < cols; i += 8) {
+        __m256 wv[R];
+        for (int r = 0; r < R; ++r) wv[r] = W::load(wr[r], i);
+        for (int t = 0; t < T; ++t) {
+            const __m256 av = _mm256_loadu_ps(at[t] + i);
+            for (int r = 0; r < R; ++r) acc[r][t] = _mm256_fmadd_ps(wv[r], av, acc[r][t]);
+        }
+    }
+    for (int r = 0; r < R; ++r)
+        for (int t = 0; t < T; ++t) y[t * ldy + r] = hsum(acc[r][t]);
+}
+
+template <typename W>
+struct FKernel {
+    template <int R, int T>
+    struct K {
+        static void run(int64_t n, const void* w, size_t ws, const void* a, size_t as, float* y, int64_t ldy) {
+            tile_f_rt<W, R, T>(n, w, ws, a, as, y, ldy);
+        }
+    };
+};
+
+template <typename W>
+void tile_f(int64_t cols, const void* w, size_t ws, int nr, const void* a, size_t as, int nt, float* y, int64_t ldy) {
+    if (cols % 8 != 0) {  // not reachable through matmul (32-multiples), kept for safety
+        for (int t = 0; t < nt; ++t)
+            for (int r = 0; r < nr; ++r) {
+                const float* at = reinterpret_cast<const float*>(static_cast<const uint8_t*>(a) + size_t(t) * as);
+                float s = 0;
+                for (int64_t c = 0; c < cols; ++c) {
+                    float wv;
+                    if constexpr (std::is_same_v<W, F32W>) wv = static_cast<const float*>(static_cast<const void*>(static_cast<const uint8_t*>(w) + r * ws))[c];
+                    else if constexpr (std::is_same_v<W, F16W>) wv = half(reinterpret_cast<const uint16_t*>(static_cast<const uint8_t*>(w) + r * ws)[c]);
+                    else wv = bf16_to_fp32(reinterpret_cast<const uint16_t*>(static_cast<const uint8_t*>(w) + r * ws)[c]);
+                    s += wv * at[c];
+                }
+                y[t * ldy + r] = s;
+            }
+        return;
+    }
+    walk_tokens<FKernel<W>::template K, 2>(cols, w, ws, nr, a, as, nt, y, ldy);
+}
+
+// ---- K-quants ------------------------------------------------------------------------------------
+
+// One super-block of one weight row, unpacked: x[i] = d * sc[i/16] * q[i] - dmin * m[i/16].
+struct alignas(32) KUnpacked {
+    uint8_t q[QK_K];       // unsigned levels 0..63 (Q6_K stores level+32)
+    int16_t sc[8][16];     // per 32-element chunk: 8 lanes scale of its first 16, 8 lanes of its second 16
+    int16_t m[16];         // per 16 elements
+    float d, dmin;
+};
+
+void spread_nibbles(const uint8_t* qs, uint8_t* q) {
+    // 32 bytes -> 64 levels: low nibbles first, then high nibbles (Q4_K/Q5_K chunk order).
+    const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs));
+    const __m256i mask = _mm256_set1_epi8(0x0f);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(q), _mm256_and_si256(raw, mask));
+    _mm256_store_si256(reinterpret_cast<__m256i*>(q + 32), _mm256_and_si256(_mm256_srli_epi16(raw, 4), mask));
+}
+
+void set_k4_scales(const uint8_t* packed, KUnpacked& u) {
+    for (int j = 0; j < 8; ++j) {
+        uint8_t sc, m;
+        k4_scale_min(j, packed, sc, m);
+        _mm256_store_si256(reinterpret_cast<__m256i*>(u.sc[j]), _mm256_set1_epi16(sc));
+        u.m[2 * j] = u.m[2 * j + 1] = m;
+    }
+}
+
+void unpack_q4_k(const BlockQ4_K& b, KUnpacked& u) {
+    for (int c = 0; c < 4; ++c) spread_nibbles(b.qs + 32 * c, u.q + 64 * c);
+    set_k4_scales(b.scales, u);
+    u.d = half(b.d);
+    u.dmin = half(b.dmin);
+}
+
+void unpack_q5_k(const BlockQ5_K& b, KUnpacked& u) {
+    const __m256i hb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh));
+    for (int c = 0; c < 4; ++c) {
+        spread_nibbles(b.qs + 32 * c, u.q + 64 * c);
+        for (int h = 0; h < 2; ++h) {  // sub-block j = 2c + h takes bit j of qh[l] as its fifth bit
+            const __m256i bit = _mm256_set1_epi8(int8_t(1 << (2 * c + h)));
+            const __m256i fifth = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hb, bit), bit), _mm256_set1_epi8(16));
+            __m256i* dst = reinterpret_cast<__m256i*>(u.q + 64 * c + 32 * h);
+            _mm256_store_si256(dst, _mm256_or_si256(_mm256_load_si256(dst), fifth));
+        }
+    }
+    set_k4_scales(b.scales, u);
+    u.d = half(b.d);
+    u.dmin = half(b.dmin);
+}
+
+void unpack_q6_k(const BlockQ6_K& b, KUnpacked& u) {
+    const __m256i m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(0x30);
+    for (int h = 0; h < 2; ++h) {
+        const __m256i ql0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.ql + 64 * h));
+        const __m256i ql1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.ql + 64 * h + 32));
+        const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh + 32 * h));
+        __m256i* q = reinterpret_cast<__m256i*>(u.q + 128 * h);
+        _mm256_store_si256(q + 0, _mm256_or_si256(_mm256_and_si256(ql0, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 4), m2)));
+        _mm256_store_si256(q + 1, _mm256_or_si256(_mm256_and_si256(ql1, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 2), m2)));
+        _mm256_store_si256(q + 2, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4), _mm256_and_si256(qh, m2)));
+        _mm256_store_si256(q + 3, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4),
+                                                  _mm256_and_si256(_mm256_srli_epi16(qh, 2), m2)));
+    }
+    for (int c = 0; c < 8; ++c) {
+        const int16_t s0 = b.scales[2 * c], s1 = b.scales[2 * c + 1];
+        _mm256_store_si256(reinterpret_cast<__m256i*>(u.sc[c]),
+                           _mm256_set_m128i(_mm_set1_epi16(s1), _mm_set1_epi16(s0)));
+        // Level q stands for q - 32: the offset is a "min" of 32*scale with multiplier d.
+        u.m[2 * c] = int16_t(32 * s0);
+        u.m[2 * c + 1] = int16_t(32 * s1);
+    }
+    u.d = u.dmin = half(b.d);
+}
+
+// acc += d_a * (d * sum_i sc*q*a - dmin * sum_g m_g * bsum_g), left spread over 8 lanes.
+inline __m256 dot_k_block(const KUnpacked& u, const BlockQ8_K& a, __m256 acc) {
+    __m256i isum = _mm256_setzero_si256();
+    for (int c = 0; c < 8; ++c) {
+        const __m256i q = _mm256_load_si256(reinterpret_cast<const __m256i*>(u.q + 32 * c));
+        const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.qs + 32 * c));
+        const __m256i sc = _mm256_load_si256(reinterpret_cast<const __m256i*>(u.sc[c]));
+        isum = _mm256_add_epi32(isum, _mm256_madd_epi16(_mm256_maddubs_epi16(q, av), sc));
+    }
+    const __m256i msum = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.bsums)),
+                                           _mm256_load_si256(reinterpret_cast<const __m256i*>(u.m)));
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(u.d * a.d), acc);
+    return _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_set1_ps(u.dmin * a.d), acc);
+}
+
+template <typename B, void (*Unpack)(const B&, KUnpacked&)>
+void tile_k(int64_t cols, const void* w, size_t ws, int nr, const void* a, size_t as, int nt, float* y, int64_t ldy) {
+    constexpr int kMaxT = 8;  // tokens whose accumulators live in registers at once
+    const int64_t nb = cols / QK_K;
+    KUnpacked u[kTileRows];
+    for (int t0 = 0; t0 < nt; t0 += kMaxT) {
+        const int tn = std::min(kMaxT, nt - t0);
+        __m256 acc[kTileRows][kMaxT];
+        for (int r = 0; r < nr; ++r)
+            for (int t = 0; t < tn; ++t) acc[r][t] = _mm256_setzero_ps();
+        for (int64_t b = 0; b < nb; ++b) {
+            for (int r = 0; r < nr; ++r) Unpack(row_ptr<B>(w, ws, r)[b], u[r]);
+            for (int t = 0; t < tn; ++t) {
+                const BlockQ8_K& ab = row_ptr<BlockQ8_K>(a, as, t0 + t)[b];
+                for (int r = 0; r < nr; ++r) acc[r][t] = dot_k_block(u[r], ab, acc[r][t]);
+            }
+        }
+        for (int r = 0; r < nr; ++r)
+            for (int t = 0; t < tn; ++t) y[(t0 + t) * ldy + r] = hsum(acc[r][t]);
+    }
+}
+
+// ---- activation quantizers (bit-identical to the scalar ones: same scale, same rounding) ----------
+
+__m256i pack_to_i8(__m256 v0, __m256 v1, __m256 v2, __m256 v3) {
+    // cvtps rounds to nearest even like nearbyint; packs interleave 128-bit lanes, the permute undoes it.
+    const __m256i a = _mm256_packs_epi32(_mm256_cvtps_epi32(v0), _mm256_cvtps_epi32(v1));
+    const __m256i b = _mm256_packs_epi32(_mm256_cvtps_epi32(v2), _mm256_cvtps_epi32(v3));
+    const __m256i c = _mm256_packs_epi16(a, b);
+    return _mm256_permutevar8x32_epi32(c, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+float max_abs(const float* x, int n) {
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    __m256 m = _mm256_setzero_ps();
+    for (int i = 0; i < n; i += 8) m = _mm256_max_ps(m, _mm256_andnot_ps(sign, _mm256_loadu_ps(x + i)));
+    __m128 s = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+    s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_max_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+void quantize_32(const float* x, float id, int8_t* out) {
+    const __m256 vid = _mm256_set1_ps(id);
+    const __m256i q = pack_to_i8(_mm256_mul_ps(_mm256_loadu_ps(x), vid), _mm256_mul_ps(_mm256_loadu_ps(x + 8), vid),
+                                 _mm256_mul_ps(_mm256_loadu_ps(x + 16), vid), _mm256_mul_ps(_mm256_loadu_ps(x + 24), vid));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), q);
+}
+
+void quantize_q8_0_avx2(const float* x, BlockQ8_0* y, int64_t n) {
+    for (int64_t b = 0; b < n / QK; ++b, x += QK) {
+        y[b].d = fp32_to_fp16(max_abs(x, QK) / 127.0f);
+        const float d = half(y[b].d);
+        quantize_32(x, d != 0 ? 1.0f / d : 0.0f, y[b].qs);
+    }
+}
+
+void quantize_q8_k_avx2(const float* x, BlockQ8_K* y, int64_t n) {
+    for (int64_t b = 0; b < n / QK_K; ++b, x += QK_K) {
+        const float d = max_abs(x, QK_K) / 127.0f;
+        const float id = d != 0 ? 1.0f / d : 0.0f;
+        y[b].d = d;
+        for (int c = 0; c < 8; ++c) quantize_32(x + 32 * c, id, y[b].qs + 32 * c);
+        for (int g = 0; g < 16; ++g) {
+            // Sum 16 int8: sign-extend to int16 and add horizontally.
+            const __m256i v = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(y[b].qs + 16 * g)));
+            __m128i s = _mm_add_epi16(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+            s = _mm_add_epi16(s, _mm_unpackhi_epi64(s, s));
+            s = _mm_add_epi16(s, _mm_shufflelo_epi16(s, 0x4e));
+            s = _mm_add_epi16(s, _mm_shufflelo_epi16(s, 0xb1));
+            y[b].bsums[g] = int16_t(_mm_extract_epi16(s, 0));
+        }
+    }
+}
+
+constexpr int id(DType t) { return static_cast<int>(t); }
+
+}  // namespace
+
+void fill_avx2(KernelSet& k) {
+    fill_vec_avx2(k);
+    k.tile[id(DType::F32)] = tile_f<F32W>;
+    k.tile[id(DType::F16)] = tile_f<F16W>;
+    k.tile[id(DType::BF16)] = tile_f<BF16W>;
+    k.tile[id(DType::Q8_0)] = tile_q8<Q8_0W>;
+    k.tile[id(DType::Q4_0)] = tile_q8<Q4_0W>;
+    k.tile[id(DType::Q5_0)] = tile_q8<Q5_0W>;
+    k.tile[id(DType::Q4_K)] = tile_k<BlockQ4_K, unpack_q4_k>;
+    k.tile[id(DType::Q5_K)] = tile_k<BlockQ5_K, unpack_q5_k>;
+    k.tile[id(DType::Q6_K)] = tile_k<BlockQ6_K, unpack_q6_k>;
+    k.quantize_q8_0 = quantize_q8_0_avx2;
+    k.quantize_q8_k = quantize_q8_k_avx2;
+}
 
 }  // namespace flint::detail

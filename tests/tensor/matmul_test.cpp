@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 
 #include "tensor/kernels.h"
 #include "tensor/matmul.h"
@@ -174,6 +175,32 @@ TEST(Isa, SetIsaRejectsWhatTheCpuLacksAndRestores) {
     EXPECT_EQ(active_isa(), Isa::Scalar);
     if (best_isa() != Isa::AVX512) {
         EXPECT_THROW(set_isa(Isa::AVX512), Error);
+    }
+}
+
+}  // namespace
+}  // namespace flint
+
+namespace flint {
+namespace {
+
+// The SIMD activation quantizers must produce the very bytes the scalar ones do (same scale, same
+// round-to-nearest-even), so the integer block sums of SIMD and scalar matmul agree exactly.
+TEST(ActivationQuant, SimdBytesEqualScalar) {
+    test::IsaGuard guard;
+    auto x = test::random_floats(256 * 12, 31);
+    for (int i = 0; i < 256; ++i) x[i] = 0;  // zero blocks: scale 0
+    std::vector<BlockQ8_0> s0(x.size() / 32), v0(x.size() / 32);
+    std::vector<BlockQ8_K> sk(x.size() / 256), vk(x.size() / 256);
+    set_isa(Isa::Scalar);
+    detail::active_kernels().quantize_q8_0(x.data(), s0.data(), int64_t(x.size()));
+    detail::active_kernels().quantize_q8_k(x.data(), sk.data(), int64_t(x.size()));
+    for (Isa isa : test::available_isas()) {
+        set_isa(isa);
+        detail::active_kernels().quantize_q8_0(x.data(), v0.data(), int64_t(x.size()));
+        detail::active_kernels().quantize_q8_k(x.data(), vk.data(), int64_t(x.size()));
+        EXPECT_EQ(std::memcmp(s0.data(), v0.data(), s0.size() * sizeof(BlockQ8_0)), 0) << isa_name(isa);
+        EXPECT_EQ(std::memcmp(sk.data(), vk.data(), sk.size() * sizeof(BlockQ8_K)), 0) << isa_name(isa);
     }
 }
 

@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
     using namespace flint::cli;
     register_inspect(app);
     register_quantize(app);
+    register_mkmodel(app);
     try {
         app.parse(argc, argv);
     } catch (const CLI::RuntimeError& e) {

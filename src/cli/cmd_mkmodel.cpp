@@ -1,0 +1,76 @@
+// `flint mkmodel --shape NAME --type T -o OUT.gguf` — a random-weight GGUF of a real model's shape with a
+// real tokenizer, for benchmarks (see model/random_model.h).
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <unistd.h>
+
+#include "cli/commands.h"
+#include "gguf/gguf_quantize.h"
+#include "model/random_model.h"
+#include "util/error.h"
+
+namespace flint::cli {
+namespace {
+
+struct MkmodelArgs {
+    std::string shape, type = "q8_0", out;
+    uint64_t seed = 42;
+    uint32_t ctx = 0;
+    int threads = 0;
+    TokenizerFiles tok = default_tokenizer_files();
+};
+
+void mkmodel(const MkmodelArgs& a) {
+    const ModelShape* shape = find_model_shape(a.shape);
+    if (!shape) fail("unknown shape '", a.shape, "' (valid: ", model_shape_names(), ")");
+    RandomModelOptions o;
+    o.shape = *shape;
+    o.type = gguf::parse_quantize_target(a.type);
+    o.seed = a.seed;
+    o.ctx = a.ctx;
+    o.threads = a.threads;
+    o.tokenizer = a.tok;
+    if (::isatty(2))
+        o.on_tensor = [](size_t k, size_t n, const std::string& name) {
+            std::fprintf(stderr, "\r\033[K[%zu/%zu] %s", k + 1, n, name.c_str());
+            std::fflush(stderr);
+        };
+    auto t0 = std::chrono::steady_clock::now();
+    RandomModelResult r = write_random_model(o, a.out);
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (::isatty(2)) std::fprintf(stderr, "\r\033[K");
+    constexpr size_t kMaxNotes = 4;
+    for (size_t k = 0; k < r.notes.size() && k < kMaxNotes; ++k) std::fprintf(stderr, "note: %s\n", r.notes[k].c_str());
+    if (r.notes.size() > kMaxNotes) std::fprintf(stderr, "note: ... and %zu more\n", r.notes.size() - kMaxNotes);
+    std::fprintf(stderr, "%s: %s, %s, %.1fM parameters, vocab %u, %.1f MiB of weights in %.1f s\n", a.out.c_str(),
+                 std::string(shape->name).c_str(), a.type.c_str(), r.n_params / 1e6, r.n_vocab,
+                 r.data_bytes / 1048576.0, secs);
+}
+
+}  // namespace
+
+void register_mkmodel(CLI::App& app) {
+    auto a = std::make_shared<MkmodelArgs>();
+    CLI::App* cmd = app.add_subcommand(
+        "mkmodel", "Write a GGUF with a real model's shape, random weights and a real tokenizer (for benchmarks)");
+    cmd->add_option("--shape", a->shape, "Model shape: " + model_shape_names())->required();
+    cmd->add_option("--type", a->type, "Weight type: q8_0, q6_k, q5_k, q5_0, q4_k, q4_0, f16, bf16, f32")
+        ->capture_default_str();
+    cmd->add_option("-o,--output", a->out, "Output GGUF file")->required();
+    cmd->add_option("--seed", a->seed, "Random seed")->capture_default_str();
+    cmd->add_option("--ctx", a->ctx, "context_length to record (default: the shape's)");
+    cmd->add_option("-t,--threads", a->threads, "Worker threads (0: all cores)");
+    cmd->add_option("--vocab-json", a->tok.vocab_json, "Hugging Face vocab.json (token -> id)")->capture_default_str();
+    cmd->add_option("--merges", a->tok.merges, "merges.txt")->capture_default_str();
+    cmd->add_option("--added-tokens", a->tok.added_tokens, "added_tokens.json (marked as control tokens)")
+        ->capture_default_str();
+    cmd->add_option("--tokenizer-config", a->tok.tokenizer_config, "tokenizer_config.json (eos/pad/bos, template)")
+        ->capture_default_str();
+    cmd->add_option("--chat-template", a->tok.chat_template, "Chat template (.jinja)")->capture_default_str();
+    cmd->add_option("--pre", a->tok.pre, "tokenizer.ggml.pre (pre-tokenizer name)")->capture_default_str();
+    cmd->add_option("--vocab-from", a->tok.vocab_from, "Copy every tokenizer.* key from this GGUF instead");
+    cmd->callback([a] { mkmodel(*a); });
+}
+
+}  // namespace flint::cli

@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
     app.set_version_flag("--version", "flint 0.1.0");
     using namespace flint::cli;
     register_inspect(app);
+    register_tokenize(app);
     register_quantize(app);
     register_mkmodel(app);
     try {

@@ -40,8 +40,9 @@ struct Usage {
     int prompt_tokens = 0;
     int cached_tokens = 0;                // prompt tokens whose KV was reused, not prefilled
     int completion_tokens = 0;
-    int accepted_prediction_tokens = 0;   // draft tokens the model agreed with
-    int rejected_prediction_tokens = 0;   // draft tokens it did not
+    int accepted_prediction_tokens = 0;   // prediction tokens that appeared in the output (aligned, in order)
+    int rejected_prediction_tokens = 0;   // prediction tokens that did not make it into the output
+                                          // (OpenAI's definition: accepted + rejected = prediction length)
 };
 
 struct Timings {

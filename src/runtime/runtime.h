@@ -16,6 +16,7 @@
 #include <unordered_map>
 
 #include "runtime/request.h"
+#include "tensor/dtype.h"
 #include "util/error.h"
 
 namespace flint {

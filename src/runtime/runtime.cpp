@@ -1,0 +1,482 @@
+// The engine thread: admit → build a batch (decode tokens, draft blocks, prefill chunks) → forward →
+// sample / verify → stream events → retire finished sequences into the prefix cache.
+#include "runtime/runtime.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "kv/kv_cache.h"
+#include "kv/prefix_cache.h"
+#include "model/forward.h"
+#include "model/model.h"
+#include "runtime/sequence.h"
+#include "spec/verify.h"
+#include "tensor/thread_pool.h"
+#include "tokenizer/tokenizer.h"
+
+namespace flint {
+
+const char* finish_reason_name(FinishReason r) {
+    switch (r) {
+        case FinishReason::Length: return "length";
+        case FinishReason::Eos: return "eos";
+        case FinishReason::Stop: return "stop";
+        case FinishReason::Cancelled: return "cancelled";
+        case FinishReason::ContextFull: return "context_full";
+        case FinishReason::Prefilled: return "prefilled";
+        case FinishReason::Error: return "error";
+    }
+    return "?";
+}
+
+namespace {
+double ms_between(Clock::time_point a, Clock::time_point b) {
+    return std::chrono::duration<double, std::milli>(b - a).count();
+}
+}  // namespace
+
+struct Runtime::Impl {
+    Runtime& rt;
+    const Model& model;
+    const Tokenizer& tok;
+    RuntimeConfig cfg;
+    std::unique_ptr<KVCache> kv;
+    std::unique_ptr<PrefixCache> cache;
+    std::unique_ptr<ThreadPool> pool;
+    ForwardScratch scratch;
+    std::vector<float> logits;
+
+    // Shared with submitting threads (guarded by mu).
+    mutable std::mutex mu;
+    std::condition_variable cv, idle_cv;
+    std::deque<std::shared_ptr<PendingRequest>> incoming;
+    std::unordered_map<uint64_t, std::shared_ptr<PendingRequest>> live;
+    int64_t queued_tokens = 0;
+    bool stopping = false;
+    uint64_t next_id = 1;
+
+    // Engine thread only.
+    std::vector<std::shared_ptr<PendingRequest>> waiting;
+    std::vector<std::unique_ptr<Sequence>> running;
+    LookupDrafter lookup;
+
+    // Published for stats().
+    std::atomic<int> n_waiting{0}, n_running{0};
+    std::atomic<int64_t> blocks_used{0}, blocks_cached{0};
+    std::atomic<uint64_t> requests_total{0}, prompt_total{0}, cached_total{0}, generated_total{0}, steps_total{0};
+
+    std::thread thread;
+
+    Impl(Runtime& r, const Model& m, const Tokenizer& t, RuntimeConfig c) : rt(r), model(m), tok(t), cfg(c) {
+        const ModelConfig& mc = model.config;
+        const size_t per_token = KVCache::bytes_per_token(mc.n_layers, mc.kv_dim(), cfg.kv_type);
+        int64_t bytes = cfg.kv_memory_bytes > 0 ? cfg.kv_memory_bytes : int64_t(2) << 30;
+        int64_t tokens = std::max<int64_t>(bytes / static_cast<int64_t>(per_token), cfg.ctx + cfg.block_size);
+        KVConfig kc{mc.n_layers, mc.kv_dim(), cfg.block_size, cfg.kv_type, (tokens + cfg.block_size - 1) / cfg.block_size};
+        kv = std::make_unique<KVCache>(kc);
+        cache = std::make_unique<PrefixCache>(*kv);
+        int threads = cfg.threads > 0 ? cfg.threads : std::max(1u, std::thread::hardware_concurrency());
+        if (threads > 1) pool = std::make_unique<ThreadPool>(threads);
+        thread = std::thread([this] { loop(); });
+    }
+
+    ~Impl() {
+        {
+            std::lock_guard lk(mu);
+            stopping = true;
+            for (auto& [id, p] : live) p->cancelled = true;
+        }
+        cv.notify_all();
+        thread.join();
+    }
+
+    // ---- engine loop -------------------------------------------------------------------------------
+    void loop() {
+        for (;;) {
+            {
+                std::unique_lock lk(mu);
+                cv.wait(lk, [&] { return stopping || !incoming.empty() || !running.empty() || !waiting.empty(); });
+                for (auto& p : incoming) waiting.push_back(std::move(p));
+                incoming.clear();
+                if (stopping && running.empty() && waiting.empty()) break;
+            }
+            step();
+        }
+    }
+
+    bool effectively_interactive(const PendingRequest& p, Clock::time_point now) const {
+        return p.req.priority == Priority::Interactive || ms_between(p.submitted, now) >= cfg.aging_ms;
+    }
+
+    void emit(Sequence& s, Event& ev) {
+        ev.request_id = s.pending->id;
+        if (s.pending->callback) s.pending->callback(ev);
+    }
+
+    void finish(Sequence& s, FinishReason reason, std::string error = {}) {
+        if (s.finished) return;
+        s.finished = true;
+        s.finish = reason;
+        s.error = std::move(error);
+    }
+
+    // Emits the final event, hands the KV to the prefix cache, forgets the request.
+    void retire(Sequence& s) {
+        auto now = Clock::now();
+        Event ev;
+        ev.done = true;
+        ev.finish = s.finish;
+        ev.error = s.error;
+        if (s.decoder) {
+            std::string rest = s.decoder->flush();
+            ev.text = s.stops.stopped() ? "" : s.stops.push(rest) + s.stops.flush();
+        }
+        s.timings.total_ms = ms_between(s.pending->submitted, now);
+        if (!s.output.empty()) s.timings.decode_ms = ms_between(s.first_token, now);
+        if (s.prediction) {
+            s.prediction->advance(s.output);
+            s.usage.accepted_prediction_tokens = s.prediction->matched();
+        }
+        if (!s.req().prediction.empty())  // OpenAI's definition: prediction tokens that did not appear in the completion
+            s.usage.rejected_prediction_tokens =
+                std::max(0, static_cast<int>(s.req().prediction.size()) - s.usage.accepted_prediction_tokens);
+        ev.usage = s.usage;
+        ev.timings = s.timings;
+        ev.output = s.output;
+        cache->insert(s.tokens, s.n_past, s.blocks);
+        s.blocks.clear();
+        generated_total += s.output.size();
+        emit(s, ev);
+        std::lock_guard lk(mu);
+        live.erase(s.pending->id);
+        if (live.empty()) idle_cv.notify_all();
+    }
+
+    void admit(std::shared_ptr<PendingRequest> p) {
+        auto s = std::make_unique<Sequence>();
+        s->pending = std::move(p);
+        const GenerationRequest& r = s->pending->req;
+        s->admitted = Clock::now();
+        s->timings.queued_ms = ms_between(s->pending->submitted, s->admitted);
+        s->tokens = r.prompt;
+        s->n_prompt = static_cast<int>(r.prompt.size());
+        // Reuse the longest cached prefix, always leaving the last prompt token to compute its logits.
+        PrefixCache::Match m = cache->acquire(r.prompt, s->n_prompt - 1);
+        s->blocks = std::move(m.blocks);
+        s->n_past = m.n_tokens;
+        s->usage.prompt_tokens = s->n_prompt;
+        s->usage.cached_tokens = m.n_tokens;
+        s->sampler.emplace(r.sampling, model.config.n_vocab);
+        s->decoder.emplace(tok);
+        s->stops = StopMatcher(r.stop);
+        if (cfg.speculative && !r.prediction.empty()) {
+            s->prediction.emplace(r.prediction);
+            s->draft_len.emplace(std::min(8, cfg.max_draft), cfg.max_draft);
+        } else if (cfg.speculative && r.prompt_lookup) {
+            s->draft_len.emplace(4, cfg.max_draft);
+        }
+        requests_total++;
+        prompt_total += s->n_prompt;
+        cached_total += m.n_tokens;
+        {
+            std::lock_guard lk(mu);
+            queued_tokens -= s->n_prompt;
+        }
+        running.push_back(std::move(s));
+    }
+
+    // Makes the block table cover positions [0, n). False when the pool cannot supply the blocks.
+    bool ensure_blocks(Sequence& s, int n) {
+        const int need = (n + cfg.block_size - 1) / cfg.block_size;
+        while (static_cast<int>(s.blocks.size()) < need) {
+            int32_t b = cache->alloc_block();
+            if (b < 0) return false;
+            s.blocks.push_back(b);
+        }
+        return true;
+    }
+
+    // Appends one generated token: text, stop conditions, event. Returns false when the sequence finished.
+    bool accept_token(Sequence& s, const Sampled& smp, double step_ms) {
+        const GenerationRequest& r = s.req();
+        if (!r.ignore_eos && tok.is_eog(smp.token)) {
+            finish(s, FinishReason::Eos);
+            return false;
+        }
+        s.tokens.push_back(smp.token);
+        s.output.push_back(smp.token);
+        s.usage.completion_tokens++;
+        if (s.output.size() == 1) {
+            s.first_token = Clock::now();
+            s.timings.first_token_ms = ms_between(s.pending->submitted, s.first_token);
+        }
+        Event ev;
+        ev.token = smp.token;
+        ev.text = s.stops.push(s.decoder->push(smp.token));
+        ev.logprob = smp.logprob;
+        ev.top_logprobs = smp.top;
+        ev.step_ms = step_ms;
+        emit(s, ev);
+        if (s.stops.stopped()) finish(s, FinishReason::Stop);
+        else if (static_cast<int>(s.output.size()) >= r.max_tokens) finish(s, FinishReason::Length);
+        else if (static_cast<int>(s.tokens.size()) >= cfg.ctx) finish(s, FinishReason::ContextFull);
+        return !s.finished;
+    }
+
+    // Chooses the token at one verified position. With a draft, greedy keeps the argmax; sampling uses the
+    // speculative rule for a deterministic draft: accept d with probability p(d), else draw from p without d.
+    Sampled choose(Sequence& s, const float* row, int32_t draft) {
+        Sampler& sm = *s.sampler;
+        if (draft < 0 || sm.greedy()) return sm.sample(row, s.tokens);
+        std::vector<TokenProb> dist;
+        sm.distribution(row, s.tokens, dist);
+        Sampled out;
+        out.token = pick_with_draft(sm, dist, draft);
+        if (sm.params().logprobs || sm.params().top_logprobs > 0) {
+            std::vector<float> tmp(row, row + model.config.n_vocab);
+            log_softmax_top(tmp.data(), model.config.n_vocab, sm.params().top_logprobs, out.top, &out.logprob, out.token);
+        }
+        return out;
+    }
+
+    void propose_drafts(Sequence& s) {
+        s.drafts.clear();
+        if (!s.draft_len) return;
+        const int room = std::min(cfg.ctx - static_cast<int>(s.tokens.size()) - 1,
+                                  s.req().max_tokens - static_cast<int>(s.output.size()) - 1);
+        const int k = std::min(s.draft_len->next(), room);
+        if (k <= 0) return;
+        if (s.prediction) s.prediction->propose(s.output, k, s.drafts);
+        else lookup.propose(s.tokens, k, s.drafts);
+    }
+
+    struct Entry {
+        Sequence* seq;
+        int n;            // tokens fed this step
+        bool decode;      // last token + drafts (true) or a prefill chunk
+        Logits logits;
+    };
+
+    void step() {
+        auto now = Clock::now();
+        // Cancellation and admission.
+        for (auto& p : waiting)
+            if (p->cancelled) {
+                Sequence s;
+                s.pending = p;
+                s.usage.prompt_tokens = static_cast<int>(p->req.prompt.size());
+                finish(s, FinishReason::Cancelled);
+                {
+                    std::lock_guard lk(mu);
+                    queued_tokens -= s.usage.prompt_tokens;
+                }
+                retire(s);
+                p = nullptr;
+            }
+        std::erase(waiting, nullptr);
+        for (auto& s : running)
+            if (s->pending->cancelled) finish(*s, FinishReason::Cancelled);
+        std::stable_sort(waiting.begin(), waiting.end(), [&](const auto& a, const auto& b) {
+            return effectively_interactive(*a, now) > effectively_interactive(*b, now);
+        });
+        size_t admitted = 0;
+        while (admitted < waiting.size() && static_cast<int>(running.size()) < cfg.max_running)
+            admit(std::move(waiting[admitted++]));
+        waiting.erase(waiting.begin(), waiting.begin() + admitted);
+
+        // Batch: every decoding sequence, then prefill chunks within the budget, interactive first.
+        std::vector<Entry> entries;
+        for (auto& s : running) {
+            if (s->finished || s->prefilling()) continue;
+            propose_drafts(*s);
+            int n = 1 + static_cast<int>(s->drafts.size());
+            if (!ensure_blocks(*s, s->n_past + n)) {
+                s->drafts.clear();
+                n = 1;
+                if (!ensure_blocks(*s, s->n_past + 1)) {
+                    finish(*s, FinishReason::Error, "KV memory exhausted (raise --kv-memory)");
+                    continue;
+                }
+            }
+            entries.push_back({s.get(), n, true, s->drafts.empty() ? Logits::Last : Logits::All});
+        }
+        std::vector<Sequence*> pre;
+        for (auto& s : running)
+            if (!s->finished && s->prefilling()) pre.push_back(s.get());
+        std::stable_sort(pre.begin(), pre.end(), [&](Sequence* a, Sequence* b) {
+            return effectively_interactive(*a->pending, now) > effectively_interactive(*b->pending, now);
+        });
+        int budget = std::max(1, cfg.prefill_chunk);
+        for (Sequence* s : pre) {
+            if (budget <= 0) break;
+            int n = std::min(budget, s->remaining_prompt());
+            if (!ensure_blocks(*s, s->n_past + n)) {
+                if (entries.empty()) finish(*s, FinishReason::Error, "KV memory exhausted (raise --kv-memory)");
+                continue;  // wait for blocks to come back
+            }
+            const bool completes = s->n_past + n == s->n_prompt;
+            entries.push_back({s, n, false, completes ? Logits::Last : Logits::None});
+            budget -= n;
+        }
+
+        if (!entries.empty()) run_batch(entries);
+
+        // Retire finished sequences.
+        for (auto& s : running)
+            if (s->finished) retire(*s);
+        std::erase_if(running, [](const auto& s) { return s->finished; });
+        publish_stats();
+    }
+
+    void run_batch(std::vector<Entry>& entries) {
+        std::vector<SeqBatch> batch;
+        batch.reserve(entries.size());
+        for (Entry& e : entries) {
+            Sequence& s = *e.seq;
+            if (e.decode) {
+                // The last sampled token, then the drafts, written after it in the token history for the
+                // forward pass only (they are removed again below).
+                s.tokens.insert(s.tokens.end(), s.drafts.begin(), s.drafts.end());
+            }
+            batch.push_back({std::span<const int32_t>(s.tokens).subspan(s.n_past, e.n), s.n_past, s.blocks, e.logits});
+        }
+        logits.resize(static_cast<size_t>(logits_rows(batch)) * model.config.n_vocab);
+        auto t0 = Clock::now();
+        forward(model, batch, *kv, scratch, pool.get(), logits.data());
+        const double step_ms = ms_between(t0, Clock::now());
+        steps_total++;
+        std::vector<uint64_t> ids;
+        size_t row = 0;
+        const size_t V = model.config.n_vocab;
+        for (Entry& e : entries) {
+            Sequence& s = *e.seq;
+            ids.push_back(s.pending->id);
+            s.timings.compute_ms += step_ms;
+            s.timings.steps++;
+            if (!e.decode) {
+                s.n_past += e.n;
+                if (s.prefilling()) continue;
+                s.timings.prefill_ms = ms_between(s.admitted, Clock::now());
+                if (!s.req().generate) {
+                    finish(s, FinishReason::Prefilled);
+                    ++row;
+                    continue;
+                }
+                accept_token(s, s.sampler->sample(&logits[row * V], s.tokens), step_ms);
+                ++row;
+                continue;
+            }
+            // Decode with k drafts: rows 0..k verify them in order.
+            const int k = static_cast<int>(s.drafts.size());
+            s.tokens.resize(s.tokens.size() - k);
+            s.n_past += 1;
+            int accepted = 0;
+            for (int j = 0; j <= k; ++j) {
+                const int32_t draft = j < k ? s.drafts[j] : -1;
+                Sampled smp = choose(s, &logits[(row + j) * V], draft);
+                const bool match = draft >= 0 && smp.token == draft;
+                if (!accept_token(s, smp, step_ms)) {
+                    if (match) ++accepted;
+                    break;
+                }
+                if (!match) break;
+                ++accepted;
+                s.n_past += 1;  // the draft's KV at this position is the accepted token's
+            }
+            if (s.draft_len && k > 0) s.draft_len->update(k, accepted);
+            row += e.logits == Logits::All ? e.n : 1;
+        }
+        if (rt.on_step) rt.on_step(ids);
+    }
+
+    void publish_stats() {
+        n_waiting = static_cast<int>(waiting.size());
+        n_running = static_cast<int>(running.size());
+        blocks_used = kv->used_blocks();
+        blocks_cached = cache->cached_blocks();
+    }
+};
+
+Runtime::Runtime(std::shared_ptr<const Model> model, std::shared_ptr<const Tokenizer> tok, RuntimeConfig cfg)
+    : model_(std::move(model)), tok_(std::move(tok)), cfg_(cfg) {
+    if (cfg_.ctx <= 1) fail("runtime: context length ", cfg_.ctx, " is too small");
+    if (cfg_.max_running < 1) fail("runtime: max_running must be at least 1");
+    impl_ = std::make_unique<Impl>(*this, *model_, *tok_, cfg_);
+}
+
+Runtime::~Runtime() { impl_.reset(); }
+
+uint64_t Runtime::submit(GenerationRequest req, Callback on_event) {
+    const int n = static_cast<int>(req.prompt.size());
+    if (n == 0) fail("the prompt is empty: nothing to continue from");
+    if (n >= cfg_.ctx)
+        throw ContextLengthError("the prompt is " + std::to_string(n) + " tokens but the context is " +
+                                 std::to_string(cfg_.ctx) + " tokens");
+    if (static_cast<int64_t>(n) + cfg_.block_size > impl_->kv->n_blocks() * cfg_.block_size)
+        throw ContextLengthError("the prompt is " + std::to_string(n) + " tokens but the KV memory holds " +
+                                 std::to_string(impl_->kv->n_blocks() * cfg_.block_size));
+    for (int32_t t : req.prompt)
+        if (t < 0 || t >= model_->config.n_vocab) fail("token id ", t, " is outside the vocabulary (", model_->config.n_vocab, ")");
+    for (int32_t t : req.prediction)
+        if (t < 0 || t >= model_->config.n_vocab) fail("prediction token id ", t, " is outside the vocabulary");
+    if (req.max_tokens < 0) fail("max_tokens must be >= 0, got ", req.max_tokens);
+    Sampler probe(req.sampling, model_->config.n_vocab);  // validates the parameters now, not on the engine
+    (void)probe;
+    auto p = std::make_shared<PendingRequest>();
+    p->req = std::move(req);
+    p->callback = std::move(on_event);
+    p->submitted = Clock::now();
+    {
+        std::lock_guard lk(impl_->mu);
+        if (impl_->stopping) throw OverloadedError("the model is shutting down");
+        const int queued = static_cast<int>(impl_->incoming.size()) + impl_->n_waiting.load();
+        if (queued >= cfg_.max_queued)
+            throw OverloadedError("overloaded: " + std::to_string(queued) + " requests are already waiting");
+        if (impl_->queued_tokens + n > cfg_.max_queued_tokens)
+            throw OverloadedError("overloaded: " + std::to_string(impl_->queued_tokens) + " prompt tokens are already waiting");
+        impl_->queued_tokens += n;
+        p->id = impl_->next_id++;
+        impl_->live.emplace(p->id, p);
+        impl_->incoming.push_back(p);
+    }
+    impl_->cv.notify_one();
+    return p->id;
+}
+
+bool Runtime::cancel(uint64_t id) {
+    {
+        std::lock_guard lk(impl_->mu);
+        auto it = impl_->live.find(id);
+        if (it == impl_->live.end()) return false;
+        it->second->cancelled = true;
+    }
+    impl_->cv.notify_one();
+    return true;
+}
+
+void Runtime::drain() {
+    std::unique_lock lk(impl_->mu);
+    for (auto& [id, p] : impl_->live) p->cancelled = true;
+    impl_->cv.notify_one();
+    impl_->idle_cv.wait(lk, [&] { return impl_->live.empty(); });
+}
+
+RuntimeStats Runtime::stats() const {
+    RuntimeStats s;
+    {
+        std::lock_guard lk(impl_->mu);
+        s.queued = static_cast<int>(impl_->incoming.size()) + impl_->n_waiting.load();
+    }
+    s.running = impl_->n_running;
+    s.kv_blocks_total = impl_->kv->n_blocks();
+    s.kv_blocks_used = impl_->blocks_used;
+    s.kv_blocks_cached = impl_->blocks_cached;
+    s.requests_total = impl_->requests_total;
+    s.prompt_tokens_total = impl_->prompt_total;
+    s.cached_tokens_total = impl_->cached_total;
+    s.generated_tokens_total = impl_->generated_total;
+    s.steps_total = impl_->steps_total;
+    return s;
+}
+
+}  // namespace flint

@@ -1,0 +1,54 @@
+// flint/runtime/sequence.h — the engine's view of one request in flight (engine thread only).
+#pragma once
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "runtime/request.h"
+#include "runtime/stop_matcher.h"
+#include "sample/sampler.h"
+#include "spec/drafter.h"
+#include "tokenizer/tokenizer.h"
+
+namespace flint {
+
+using Clock = std::chrono::steady_clock;
+
+// Shared between the submitting thread and the engine: the request and its cancel flag.
+struct PendingRequest {
+    uint64_t id = 0;
+    GenerationRequest req;
+    std::function<void(const Event&)> callback;
+    Clock::time_point submitted;
+    std::atomic<bool> cancelled{false};
+};
+
+struct Sequence {
+    std::shared_ptr<PendingRequest> pending;
+    std::vector<int32_t> tokens;      // prompt, then generated tokens
+    int n_prompt = 0;
+    int n_past = 0;                   // tokens[0, n_past) have their KV written
+    std::vector<int32_t> blocks;      // block table (references owned by this sequence)
+    std::vector<int32_t> output;      // generated tokens
+    Usage usage;
+    Timings timings;
+    Clock::time_point admitted, first_token;
+    std::optional<Sampler> sampler;
+    std::optional<StreamDecoder> decoder;
+    StopMatcher stops;
+    std::optional<PredictionDrafter> prediction;
+    std::optional<AdaptiveLength> draft_len;
+    std::vector<int32_t> drafts;      // proposed for the current step
+    bool finished = false;
+    FinishReason finish = FinishReason::Length;
+    std::string error;
+
+    bool prefilling() const { return n_past < n_prompt; }
+    int remaining_prompt() const { return n_prompt - n_past; }
+    const GenerationRequest& req() const { return pending->req; }
+};
+
+}  // namespace flint

@@ -1,0 +1,65 @@
+// flint/spec/drafter.h — where draft tokens come from, for speculative decoding.
+//
+// Two sources, both free (no draft model):
+//  - PredictionDrafter: the caller's predicted output (e.g. the file being edited). A cursor tracks where
+//    the generated text stands in the prediction; after a mismatch it re-synchronises by finding the
+//    latest generated n-gram in the prediction — where the output rejoins it, as a diff would.
+//  - LookupDrafter: prompt lookup. The longest recent n-gram of the history that occurred before is
+//    assumed to continue the way it did then.
+// An AdaptiveLength controller sets how many drafts to verify from the recent acceptance, so a poor
+// prediction costs little.
+#pragma once
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace flint {
+
+class PredictionDrafter {
+public:
+    explicit PredictionDrafter(std::vector<int32_t> prediction, int min_match = 3);
+    // `output`: every token generated so far (only the tail since the last call is new).
+    // Appends up to k drafts to `out`.
+    void propose(std::span<const int32_t> output, int k, std::vector<int32_t>& out);
+    // Folds newly generated tokens into the cursor (propose does this too).
+    void advance(std::span<const int32_t> output);
+    bool empty() const { return pred_.empty(); }
+    int64_t cursor() const { return cursor_; }
+    // Output tokens that continued the prediction where the cursor stood: the prediction tokens that
+    // appeared in the completion.
+    int matched() const { return matched_; }
+
+private:
+    int64_t resync(std::span<const int32_t> output) const;
+
+    std::vector<int32_t> pred_;
+    int min_match_;
+    int64_t cursor_ = 0;     // index in pred_ of the token expected next; -1 while lost
+    size_t seen_ = 0;        // output tokens already folded into the cursor
+    int matched_ = 0;
+    std::vector<bool> used_;  // prediction positions already counted in matched_
+};
+
+class LookupDrafter {
+public:
+    explicit LookupDrafter(int max_ngram = 4, int min_ngram = 2) : max_n_(max_ngram), min_n_(min_ngram) {}
+    // `history`: prompt and output so far. Appends up to k drafts to `out`.
+    void propose(std::span<const int32_t> history, int k, std::vector<int32_t>& out) const;
+
+private:
+    int max_n_, min_n_;
+};
+
+// Draft length from the recent acceptance: grows while drafts are accepted, shrinks to what was accepted
+// on a miss, never below 1 or above the cap.
+class AdaptiveLength {
+public:
+    AdaptiveLength(int initial, int cap) : k_(initial), cap_(cap) {}
+    int next() const { return k_; }
+    void update(int proposed, int accepted);
+
+private:
+    int k_, cap_;
+};
+
+}  // namespace flint

@@ -1,0 +1,310 @@
+// The runtime: prefix reuse, multi-turn, eviction, cancel, batching, priorities, admission control.
+#include <atomic>
+#include <cstring>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "kv/kv_cache.h"
+#include "kv/prefix_cache.h"
+#include "model/forward.h"
+#include "runtime_test_util.h"
+
+using namespace flint;
+using namespace flint::test;
+
+namespace {
+
+std::vector<int32_t> story_prompt(const Tokenizer& tok, const std::string& text) { return tok.encode(text, true, false); }
+
+RuntimeConfig small_config() {
+    RuntimeConfig c;
+    c.threads = 1;
+    c.ctx = 512;
+    c.kv_type = DType::F32;
+    c.speculative = false;
+    return c;
+}
+
+}  // namespace
+
+// Same tokens, same positions, same chunking: KV taken from the prefix cache must give the very same logits.
+TEST(PrefixReuse, LogitsBitIdenticalToColdRun) {
+    FLINT_REQUIRE_SHARED("models/stories260K.gguf");
+    auto l = load_stories();
+    auto prompt = story_prompt(*l.tok, "Once upon a time, there was a little dog named Max. He liked to run in the park.");
+    ASSERT_GT(prompt.size(), 20u);
+    const int split = 19;  // not a block boundary: exercises the copy-on-write of a partial block
+    const int V = l.model->config.n_vocab;
+    auto run = [&](KVCache& kv, std::vector<int32_t>& blocks, int pos0, int n, std::vector<float>& out) {
+        ForwardScratch s;
+        SeqBatch sb{std::span<const int32_t>(prompt).subspan(pos0, n), pos0, blocks, Logits::Last};
+        out.resize(V);
+        forward(*l.model, {&sb, 1}, kv, s, nullptr, out.data());
+    };
+    KVConfig kc{l.model->config.n_layers, l.model->config.kv_dim(), 16, DType::F32, 16};
+    const int n = static_cast<int>(prompt.size());
+    // Cold: one sequence, two chunks.
+    std::vector<float> cold, warm, scratch;
+    {
+        KVCache kv(kc);
+        std::vector<int32_t> blocks;
+        for (int i = 0; i < 8; ++i) blocks.push_back(kv.alloc());
+        run(kv, blocks, 0, split, scratch);
+        run(kv, blocks, split, n - split, cold);
+    }
+    // Warm: a first sequence computes the prefix and retires into the cache; a second one reuses it.
+    KVCache kv(kc);
+    PrefixCache cache(kv);
+    {
+        std::vector<int32_t> blocks;
+        for (int i = 0; i < 2; ++i) blocks.push_back(kv.alloc());
+        run(kv, blocks, 0, split, scratch);
+        cache.insert(prompt, split, blocks);
+    }
+    PrefixCache::Match m = cache.acquire(prompt, n - 1);
+    ASSERT_EQ(m.n_tokens, split);
+    while (static_cast<int>(m.blocks.size()) * 16 < n) m.blocks.push_back(kv.alloc());
+    run(kv, m.blocks, split, n - split, warm);
+    ASSERT_EQ(cold.size(), warm.size());
+    EXPECT_EQ(0, std::memcmp(cold.data(), warm.data(), cold.size() * sizeof(float))) << "logits differ";
+}
+
+TEST(Runtime, SecondTurnPrefillsOnlyTheNewTokens) {
+    FLINT_REQUIRE_SHARED("models/stories260K.gguf");
+    auto l = load_stories();
+    Runtime rt(l.model, l.tok, small_config());
+    auto p1 = story_prompt(*l.tok, "Once upon a time, there was a girl named Lily.");
+    Event e1 = run_one(rt, greedy_request(p1, 20));
+    ASSERT_EQ(e1.output.size(), 20u);
+    EXPECT_EQ(e1.usage.cached_tokens, 0);
+    // Turn two: everything so far, plus new text.
+    std::vector<int32_t> p2 = p1;
+    p2.insert(p2.end(), e1.output.begin(), e1.output.end());
+    auto extra = l.tok->encode(" She was happy.", false, false);
+    p2.insert(p2.end(), extra.begin(), extra.end());
+    Event e2 = run_one(rt, greedy_request(p2, 5));
+    // The last output token was sampled but never fed, so its KV is the only old one missing.
+    const int reused = static_cast<int>(p1.size() + e1.output.size()) - 1;
+    EXPECT_EQ(e2.usage.cached_tokens, reused);
+    EXPECT_EQ(e2.usage.prompt_tokens - e2.usage.cached_tokens, static_cast<int>(extra.size()) + 1);
+    // And the result equals a cold run of the same prompt.
+    Runtime cold(l.model, l.tok, small_config());
+    Event e3 = run_one(cold, greedy_request(p2, 5));
+    EXPECT_EQ(e3.usage.cached_tokens, 0);
+    EXPECT_EQ(e2.output, e3.output);
+}
+
+TEST(Runtime, EvictionUnderMemoryPressureKeepsInFlightSequencesCorrect) {
+    FLINT_REQUIRE_SHARED("models/stories260K.gguf");
+    auto l = load_stories();
+    auto long_prompt = story_prompt(*l.tok, "Once upon a time, there was a big bear.");
+    Event alone = run_one(*std::make_unique<Runtime>(l.model, l.tok, small_config()), greedy_request(long_prompt, 120));
+
+    RuntimeConfig c = small_config();
+    c.ctx = 256;
+    // Room for ~20 blocks of 16: the long sequence needs 10, the churn fills the rest and forces eviction.
+    c.kv_memory_bytes = static_cast<int64_t>(KVCache::bytes_per_token(l.model->config.n_layers, l.model->config.kv_dim(),
+                                                                      DType::F32)) * 16 * 20;
+    Runtime rt(l.model, l.tok, c);
+    Collector main;
+    rt.submit(greedy_request(long_prompt, 120), main.callback());
+    for (int i = 0; i < 12; ++i) {
+        auto p = story_prompt(*l.tok, "Tom had " + std::to_string(i) + " red apples and a small green hat.");
+        Event e = run_one(rt, greedy_request(p, 12));
+        EXPECT_NE(e.finish, FinishReason::Error) << e.error;
+    }
+    main.wait();
+    EXPECT_EQ(main.done.finish, FinishReason::Length) << main.done.error;
+    EXPECT_EQ(main.done.output, alone.output);
+    EXPECT_LE(rt.stats().kv_blocks_used, rt.stats().kv_blocks_total);
+}
+
+TEST(Runtime, CancelStopsWithinOneStepAndKeepsThePartialKvUsable) {
+    FLINT_REQUIRE_SHARED("models/stories260K.gguf");
+    auto l = load_stories();
+    Runtime rt(l.model, l.tok, small_config());
+    auto p = story_prompt(*l.tok, "Once upon a time");
+    Collector c;
+    std::atomic<uint64_t> id{0};
+    std::atomic<int> seen{0};
+    auto cb = c.callback();
+    id = rt.submit(greedy_request(p, 200), [&](const Event& e) {
+        cb(e);
+        if (!e.done && ++seen == 3) rt.cancel(id);  // on the engine thread, between two tokens
+    });
+    c.wait();
+    EXPECT_EQ(c.done.finish, FinishReason::Cancelled);
+    EXPECT_EQ(c.done.output.size(), 3u) << "one token per step without drafts: nothing after the cancel";
+    // Redirect: continue from the partial output.
+    std::vector<int32_t> p2 = p;
+    p2.insert(p2.end(), c.done.output.begin(), c.done.output.end());
+    Event e2 = run_one(rt, greedy_request(p2, 10));
+    EXPECT_EQ(e2.usage.cached_tokens, static_cast<int>(p.size()) + 2);
+    Runtime cold(l.model, l.tok, small_config());
+    EXPECT_EQ(e2.output, run_one(cold, greedy_request(p2, 10)).output);
+    EXPECT_FALSE(rt.cancel(id)) << "finished requests are not live";
+}
+
+TEST(Runtime, BatchedDecodeMatchesEachSequenceAlone) {
+    FLINT_REQUIRE_SHARED("models/stories260K.gguf");
+    auto l = load_stories();
+    std::vector<std::string> texts = {"Once upon a time", "The cat sat on", "Lily and Tom went", "One day, a bird",
+                                      "Max was a big dog"};
+    std::vector<std::vector<int32_t>> alone;
+    {
+        Runtime rt(l.model, l.tok, small_config());
+        for (auto& t : texts) alone.push_back(run_one(rt, greedy_request(story_prompt(*l.tok, t), 40)).output);
+    }
+    RuntimeConfig c = small_config();
+    c.threads = 2;
+    Runtime rt(l.model, l.tok, c);
+    std::atomic<size_t> max_batch{0};
+    rt.on_step = [&](const std::vector<uint64_t>& ids) { max_batch = std::max(max_batch.load(), ids.size()); };
+    std::vector<std::unique_ptr<Collector>> cs;
+    for (auto& t : texts) {
+        cs.push_back(std::make_unique<Collector>());
+        rt.submit(greedy_request(story_prompt(*l.tok, t), 40), cs.back()->callback());
+    }
+    for (size_t i = 0; i < texts.size(); ++i) {
+        cs[i]->wait();
+        EXPECT_EQ(cs[i]->done.output, alone[i]) << texts[i];
+    }
+    EXPECT_GT(max_batch.load(), 1u) << "the sequences were never batched together";
+}
+
+TEST(Runtime, InteractiveRequestsAreScheduledBeforeBackgroundOnes) {
+    FLINT_REQUIRE_SHARED("models/stories260K.gguf");
+    auto l = load_stories();
+    RuntimeConfig c = small_config();
+    c.max_running = 1;
+    c.aging_ms = 1e9;
+    Runtime rt(l.model, l.tok, c);
+    auto p = story_prompt(*l.tok, "Once upon a time");
+    std::mutex mu;
+    std::vector<std::string> order;
+    auto tagged = [&](const std::string& tag) {
+        return [&, tag](const Event& e) {
+            if (e.done) {
+                std::lock_guard lk(mu);
+                order.push_back(tag);
+            }
+        };
+    };
+    // The first request occupies the only slot while the others queue up behind it.
+    Collector first;
+    std::promise<void> started;
+    bool once = false;
+    auto fcb = first.callback();
+    rt.submit(greedy_request(p, 60), [&](const Event& e) {
+        fcb(e);
+        if (!once) {
+            once = true;
+            started.set_value();
+        }
+    });
+    started.get_future().wait();
+    GenerationRequest bg = greedy_request(p, 2);
+    bg.priority = Priority::Background;
+    GenerationRequest fg = greedy_request(p, 2);
+    rt.submit(bg, tagged("background-1"));
+    rt.submit(bg, tagged("background-2"));
+    Collector last;
+    rt.submit(fg, [&, cb = last.callback()](const Event& e) {
+        tagged("interactive")(e);
+        cb(e);
+    });
+    first.wait();
+    rt.drain();
+    ASSERT_EQ(order.size(), 3u);
+    EXPECT_EQ(order[0], "interactive");
+}
+
+TEST(Runtime, BackgroundWorkAgesIntoInteractive) {
+    FLINT_REQUIRE_SHARED("models/stories260K.gguf");
+    auto l = load_stories();
+    RuntimeConfig c = small_config();
+    c.max_running = 1;
+    c.aging_ms = 0;  // every background request counts as interactive at once: plain FIFO
+    Runtime rt(l.model, l.tok, c);
+    auto p = story_prompt(*l.tok, "Once upon a time");
+    std::mutex mu;
+    std::vector<int> order;
+    Collector first;
+    rt.submit(greedy_request(p, 30), first.callback());
+    GenerationRequest bg = greedy_request(p, 1);
+    bg.priority = Priority::Background;
+    rt.submit(bg, [&](const Event& e) { if (e.done) { std::lock_guard lk(mu); order.push_back(1); } });
+    rt.submit(greedy_request(p, 1), [&](const Event& e) { if (e.done) { std::lock_guard lk(mu); order.push_back(2); } });
+    first.wait();
+    rt.drain();
+    ASSERT_EQ(order.size(), 2u);
+    EXPECT_EQ(order[0], 1);
+}
+
+TEST(Runtime, OverloadIsRefusedCleanlyAndServingContinues) {
+    FLINT_REQUIRE_SHARED("models/stories260K.gguf");
+    auto l = load_stories();
+    RuntimeConfig c = small_config();
+    c.max_running = 1;
+    c.max_queued = 2;
+    Runtime rt(l.model, l.tok, c);
+    auto p = story_prompt(*l.tok, "Once upon a time");
+    std::vector<std::unique_ptr<Collector>> cs;
+    int refused = 0;
+    for (int i = 0; i < 8; ++i) {
+        cs.push_back(std::make_unique<Collector>());
+        try {
+            rt.submit(greedy_request(p, 50), cs.back()->callback());
+        } catch (const OverloadedError& e) {
+            ++refused;
+            EXPECT_NE(std::string(e.what()).find("overloaded"), std::string::npos);
+            cs.pop_back();
+        }
+    }
+    EXPECT_GT(refused, 0);
+    for (auto& x : cs) x->wait();
+    Event after = run_one(rt, greedy_request(p, 3));
+    EXPECT_EQ(after.output.size(), 3u);
+}
+
+TEST(Runtime, ContextLimitsAndBadRequestsAreClearErrors) {
+    FLINT_REQUIRE_SHARED("models/stories260K.gguf");
+    auto l = load_stories();
+    RuntimeConfig c = small_config();
+    c.ctx = 64;
+    Runtime rt(l.model, l.tok, c);
+    std::vector<int32_t> too_long(64, 300);
+    try {
+        rt.submit(greedy_request(too_long, 1), nullptr);
+        FAIL() << "expected context_length_exceeded";
+    } catch (const ContextLengthError& e) {
+        EXPECT_NE(std::string(e.what()).find("64 tokens but the context is 64"), std::string::npos) << e.what();
+    }
+    EXPECT_THROW(rt.submit(greedy_request({}, 1), nullptr), Error);
+    EXPECT_THROW(rt.submit(greedy_request({1, 99999}, 1), nullptr), Error);
+    GenerationRequest bad = greedy_request({1, 2}, 1);
+    bad.sampling.top_p = 2;
+    EXPECT_THROW(rt.submit(bad, nullptr), Error);
+    // Generation stops at the context length.
+    Event e = run_one(rt, greedy_request(std::vector<int32_t>(60, 300), 100));
+    EXPECT_EQ(e.finish, FinishReason::ContextFull);
+    EXPECT_EQ(e.output.size(), 4u);
+}
+
+TEST(Runtime, WarmUpPrefillsWithoutGeneratingAndAChainedTurnReusesIt) {
+    FLINT_REQUIRE_SHARED("models/stories260K.gguf");
+    auto l = load_stories();
+    Runtime rt(l.model, l.tok, small_config());
+    auto p = story_prompt(*l.tok, "Once upon a time, in a small town, there lived a kind old man.");
+    GenerationRequest warm = greedy_request(p, 10);
+    warm.generate = false;
+    Event w = run_one(rt, warm);
+    EXPECT_EQ(w.finish, FinishReason::Prefilled);
+    EXPECT_TRUE(w.output.empty());
+    auto p2 = p;
+    auto more = l.tok->encode(" He", false, false);
+    p2.insert(p2.end(), more.begin(), more.end());
+    Event e = run_one(rt, greedy_request(p2, 4));
+    EXPECT_EQ(e.usage.cached_tokens, static_cast<int>(p.size())) << "the warm-up prefilled the whole prompt";
+}

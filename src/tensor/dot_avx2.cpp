@@ -29,7 +29,11 @@ float hsum(__m256 v) {
     return _mm_cvtss_f32(s);
 }
 
-float half(uint16_t h) { return _cvtsh_ss(h); }
+}  // namespace
+
+static float half(uint16_t h) { return _cvtsh_ss(h); }
+
+namespace {
 
 template <typename B>
 const B* row_ptr(const void* base, size_t stride, int r) {
@@ -118,6 +122,11 @@ void walk_tokens(int64_t n, const void* w, size_t ws, int nr, const void* a, siz
             default: Kernel<4, TT>::run(n, w, ws, ap, as, yp, ldy); break;
         }
     };
+    if (nt == 1) {  // decode: one row after another (see kDecodeRows)
+        for (int r = 0; r < nr; ++r)
+            Kernel<1, 1>::run(n, static_cast<const uint8_t*>(w) + size_t(r) * ws, ws, a, as, y + r, ldy);
+        return;
+    }
     int t = 0;
     for (; t + T <= nt; t += T)
         call(std::integral_constant<int, T>{}, static_cast<const uint8_t*>(a) + size_t(t) * as, y + t * ldy);
@@ -212,15 +221,9 @@ void tile_f(int64_t cols, const void* w, size_t ws, int nr, const void* a, size_
 
 // ---- K-quants ------------------------------------------------------------------------------------
 
-// One super-block of one weight row, unpacked: x[i] = d * sc[i/16] * q[i] - dmin * m[i/16].
-struct alignas(32) KUnpacked {
-    uint8_t q[QK_K];       // unsigned levels 0..63 (Q6_K stores level+32)
-    int16_t sc[8][16];     // per 32-element chunk: 8 lanes scale of its first 16, 8 lanes of its second 16
-    int16_t m[16];         // per 16 elements
-    float d, dmin;
-};
+}  // namespace
 
-void spread_nibbles(const uint8_t* qs, uint8_t* q) {
+static void spread_nibbles(const uint8_t* qs, uint8_t* q) {
     // 32 bytes -> 64 levels: low nibbles first, then high nibbles (Q4_K/Q5_K chunk order).
     const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs));
     const __m256i mask = _mm256_set1_epi8(0x0f);
@@ -228,7 +231,7 @@ void spread_nibbles(const uint8_t* qs, uint8_t* q) {
     _mm256_store_si256(reinterpret_cast<__m256i*>(q + 32), _mm256_and_si256(_mm256_srli_epi16(raw, 4), mask));
 }
 
-void set_k4_scales(const uint8_t* packed, KUnpacked& u) {
+static void set_k4_scales(const uint8_t* packed, KUnpacked& u) {
     for (int j = 0; j < 8; ++j) {
         uint8_t sc, m;
         k4_scale_min(j, packed, sc, m);
@@ -237,14 +240,14 @@ void set_k4_scales(const uint8_t* packed, KUnpacked& u) {
     }
 }
 
-void unpack_q4_k(const BlockQ4_K& b, KUnpacked& u) {
+void unpack_q4_k_avx2(const BlockQ4_K& b, KUnpacked& u) {
     for (int c = 0; c < 4; ++c) spread_nibbles(b.qs + 32 * c, u.q + 64 * c);
     set_k4_scales(b.scales, u);
     u.d = half(b.d);
     u.dmin = half(b.dmin);
 }
 
-void unpack_q5_k(const BlockQ5_K& b, KUnpacked& u) {
+void unpack_q5_k_avx2(const BlockQ5_K& b, KUnpacked& u) {
     const __m256i hb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh));
     for (int c = 0; c < 4; ++c) {
         spread_nibbles(b.qs + 32 * c, u.q + 64 * c);
@@ -260,7 +263,7 @@ void unpack_q5_k(const BlockQ5_K& b, KUnpacked& u) {
     u.dmin = half(b.dmin);
 }
 
-void unpack_q6_k(const BlockQ6_K& b, KUnpacked& u) {
+void unpack_q6_k_avx2(const BlockQ6_K& b, KUnpacked& u) {
     const __m256i m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(0x30);
     for (int h = 0; h < 2; ++h) {
         const __m256i ql0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.ql + 64 * h));
@@ -284,6 +287,8 @@ void unpack_q6_k(const BlockQ6_K& b, KUnpacked& u) {
     u.d = u.dmin = half(b.d);
 }
 
+namespace {
+
 // acc += d_a * (d * sum_i sc*q*a - dmin * sum_g m_g * bsum_g), left spread over 8 lanes.
 inline __m256 dot_k_block(const KUnpacked& u, const BlockQ8_K& a, __m256 acc) {
     __m256i isum = _mm256_setzero_si256();
@@ -303,6 +308,11 @@ template <typename B, void (*Unpack)(const B&, KUnpacked&)>
 void tile_k(int64_t cols, const void* w, size_t ws, int nr, const void* a, size_t as, int nt, float* y, int64_t ldy) {
     constexpr int kMaxT = 8;  // tokens whose accumulators live in registers at once
     const int64_t nb = cols / QK_K;
+    if (nt == 1 && nr > 1) {  // decode: one row after another (see kDecodeRows)
+        for (int r = 0; r < nr; ++r)
+            tile_k<B, Unpack>(cols, static_cast<const uint8_t*>(w) + size_t(r) * ws, ws, 1, a, as, 1, y + r, ldy);
+        return;
+    }
     KUnpacked u[kTileRows];
     for (int t0 = 0; t0 < nt; t0 += kMaxT) {
         const int tn = std::min(kMaxT, nt - t0);
@@ -386,9 +396,9 @@ void fill_avx2(KernelSet& k) {
     k.tile[id(DType::Q8_0)] = tile_q8<Q8_0W>;
     k.tile[id(DType::Q4_0)] = tile_q8<Q4_0W>;
     k.tile[id(DType::Q5_0)] = tile_q8<Q5_0W>;
-    k.tile[id(DType::Q4_K)] = tile_k<BlockQ4_K, unpack_q4_k>;
-    k.tile[id(DType::Q5_K)] = tile_k<BlockQ5_K, unpack_q5_k>;
-    k.tile[id(DType::Q6_K)] = tile_k<BlockQ6_K, unpack_q6_k>;
+    k.tile[id(DType::Q4_K)] = tile_k<BlockQ4_K, unpack_q4_k_avx2>;
+    k.tile[id(DType::Q5_K)] = tile_k<BlockQ5_K, unpack_q5_k_avx2>;
+    k.tile[id(DType::Q6_K)] = tile_k<BlockQ6_K, unpack_q6_k_avx2>;
     k.quantize_q8_0 = quantize_q8_0_avx2;
     k.quantize_q8_k = quantize_q8_k_avx2;
 }

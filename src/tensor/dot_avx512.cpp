@@ -1,10 +1,271 @@
-// flint/tensor/dot_avx512.cpp — AVX-512 (VNNI) matmul tiles (placeholder: inherits AVX2).
+// flint/tensor/dot_avx512.cpp — AVX-512 (F/BW/VL + VNNI) matmul tiles for the integer formats.
+//
+// Two 32-element blocks per 512-bit register and VPDPBUSD (u8 x s8 -> int32, no int16 saturation)
+// replace AVX2's sign/maddubs/madd triple. VPDPBUSD wants one unsigned operand:
+//  - Q4_0 / Q5_0 weights are stored unsigned (level + 8 / + 16): dot the raw levels with the signed
+//    activations and start the accumulator at -offset * sum(a), computed once per token block
+//    and reused by every row of the tile;
+//  - Q8_0 weights are signed: flip the activations to unsigned (a + 128, once per token block) and
+//    start at -128 * sum(w), computed once per row block and reused by every token.
+// Either way the int32 lanes equal the exact block dot, as in the scalar reference.
+// Per (row, token, 2 blocks) that leaves 4 instructions: dpbusd, cvt, scale product, fma.
+// K-quants reuse the AVX2 unpackers and do the per-chunk work on 64 bytes at a time.
 #include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+#include <type_traits>
+
+// GCC 12's AVX-512 headers implement _mm512_undefined_* as a self-initialised variable, which
+// -Wmaybe-uninitialized reports at every inlined cast/extract/reduce (a known false positive).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 
 #include "tensor/kernels.h"
 
 namespace flint::detail {
+namespace {
 
-void fill_avx512(KernelSet&) {}
+template <typename B>
+const B* row_ptr(const void* base, size_t stride, int r) {
+    return reinterpret_cast<const B*>(static_cast<const uint8_t*>(base) + size_t(r) * stride);
+}
+
+// Two halves -> [f(h0) x 8, f(h1) x 8].
+__m512 scales2(uint16_t h0, uint16_t h1) {
+    const __m128 f = _mm_cvtph_ps(_mm_cvtsi32_si128(int(uint32_t(h0) | (uint32_t(h1) << 16))));
+    return _mm512_permutexvar_ps(_mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0), _mm512_castps128_ps512(f));
+}
+
+// 64 bytes: the 32 quants of block b, then of block b+1. kTail: only block b exists; the upper half is 0.
+template <bool kTail>
+__m512i load_q8_pair(const BlockQ8_0* blk) {
+    const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk[0].qs));
+    if constexpr (kTail) return _mm512_zextsi256_si512(lo);
+    return _mm512_inserti64x4(_mm512_castsi256_si512(lo), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk[1].qs)), 1);
+}
+
+struct Q8_0W {
+    using Block = BlockQ8_0;
+    static constexpr bool kSigned = true;
+    template <bool kTail>
+    static __m512i load(const Block* blk) { return load_q8_pair<kTail>(blk); }
+};
+
+// Nibbles of two blocks in element order: [b lo nibbles, b hi nibbles, b+1 lo, b+1 hi].
+template <bool kTail, typename B>
+__m512i load_nibble_pair(const B* blk) {
+    const __m128i q0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk[0].qs));
+    const __m128i q1 = kTail ? _mm_setzero_si128() : _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk[1].qs));
+    const __m512i dup = _mm512_permutexvar_epi64(_mm512_set_epi64(3, 2, 3, 2, 1, 0, 1, 0),
+                                                 _mm512_castsi256_si512(_mm256_set_m128i(q1, q0)));
+    // Shift the odd 128-bit lanes (the high-nibble copies) right by 4, then keep the low nibble.
+    const __m512i sh = _mm512_mask_srli_epi16(dup, 0xFF00FF00u, dup, 4);
+    return _mm512_and_si512(sh, _mm512_set1_epi8(0x0f));
+}
+
+struct Q4_0W {
+    using Block = BlockQ4_0;
+    static constexpr bool kSigned = false;
+    static constexpr int kOffset = 8;
+    template <bool kTail>
+    static __m512i load(const Block* blk) { return load_nibble_pair<kTail>(blk); }
+};
+
+struct Q5_0W {
+    using Block = BlockQ5_0;
+    static constexpr bool kSigned = false;
+    static constexpr int kOffset = 16;
+    template <bool kTail>
+    static __m512i load(const Block* blk) {
+        // qh's bit i is element i's fifth bit: the two blocks' masks side by side are a byte mask.
+        uint32_t h0, h1 = 0;
+        std::memcpy(&h0, blk[0].qh, 4);
+        if constexpr (!kTail) std::memcpy(&h1, blk[1].qh, 4);
+        const __m512i v = load_nibble_pair<kTail>(blk);
+        return _mm512_or_si512(v, _mm512_maskz_mov_epi8(__mmask64(h0) | (__mmask64(h1) << 32), _mm512_set1_epi8(16)));
+    }
+};
+
+template <typename W, int R, int T, bool kTail>
+inline void step(const typename W::Block* const* wr, const BlockQ8_0* const* at, int64_t b, __m512 (&acc)[R][T]) {
+    __m512i wv[R], winit[R];
+    __m512 dw[R];
+    for (int r = 0; r < R; ++r) {
+        wv[r] = W::template load<kTail>(wr[r] + b);
+        dw[r] = scales2(wr[r][b].d, kTail ? 0 : wr[r][b + 1].d);
+        if constexpr (W::kSigned)  // -128 * sum(w) per 4-byte group
+            winit[r] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(int8_t(0x80)), wv[r]));
+    }
+    for (int t = 0; t < T; ++t) {
+        __m512i av = load_q8_pair<kTail>(at[t] + b);
+        const __m512 da = scales2(at[t][b].d, kTail ? 0 : at[t][b + 1].d);
+        __m512i tinit = _mm512_setzero_si512();
+        if constexpr (W::kSigned) av = _mm512_xor_si512(av, _mm512_set1_epi8(int8_t(0x80)));
+        else tinit = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(W::kOffset), av));
+        for (int r = 0; r < R; ++r) {
+            const __m512i isum = W::kSigned ? _mm512_dpbusd_epi32(winit[r], av, wv[r]) : _mm512_dpbusd_epi32(tinit, wv[r], av);
+            acc[r][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dw[r], da), acc[r][t]);
+        }
+    }
+}
+
+template <typename W, int R, int T>
+void tile_rt(int64_t nb, const void* w, size_t ws, const void* a, size_t as, float* y, int64_t ldy) {
+    using B = typename W::Block;
+    const B* wr[R];
+    const BlockQ8_0* at[T];
+    for (int r = 0; r < R; ++r) wr[r] = row_ptr<B>(w, ws, r);
+    for (int t = 0; t < T; ++t) at[t] = row_ptr<BlockQ8_0>(a, as, t);
+    __m512 acc[R][T];
+    for (int r = 0; r < R; ++r)
+        for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
+    int64_t b = 0;
+    for (; b + 2 <= nb; b += 2) step<W, R, T, false>(wr, at, b, acc);
+    if (b < nb) step<W, R, T, true>(wr, at, b, acc);
+    for (int r = 0; r < R; ++r)
+        for (int t = 0; t < T; ++t) y[t * ldy + r] = _mm512_reduce_add_ps(acc[r][t]);
+}
+
+template <typename W, int T>
+void rows_dispatch(int nr, int64_t nb, const void* w, size_t ws, const void* a, size_t as, float* y, int64_t ldy) {
+    switch (nr) {
+        case 1: tile_rt<W, 1, T>(nb, w, ws, a, as, y, ldy); break;
+        case 2: tile_rt<W, 2, T>(nb, w, ws, a, as, y, ldy); break;
+        case 3: tile_rt<W, 3, T>(nb, w, ws, a, as, y, ldy); break;
+        default: tile_rt<W, 4, T>(nb, w, ws, a, as, y, ldy); break;
+    }
+}
+
+// Decode (one token): rows are streamed one after another. Measured on this machine (Zen4 VM),
+// reading R rows interleaved block by block ran at ~5 GB/s against ~15 GB/s for the same bytes
+// read row by row, and software prefetch did not recover it; so the token's activation blocks
+// are prepared once per tile (flipped/summed, scales widened) and every row is then one stream.
+template <typename W>
+void decode_rows(int64_t nb, const void* w, size_t ws, int nr, const BlockQ8_0* a, float* y) {
+    constexpr int64_t kPairs = 64;  // activation pairs prepared at once (24 KB, L1)
+    alignas(64) __m512i av[kPairs], ainit[kPairs];
+    alignas(64) __m512 da[kPairs];
+    for (int r = 0; r < nr; ++r) y[r] = 0;
+    for (int64_t p0 = 0; p0 < (nb + 1) / 2; p0 += kPairs) {
+        const int64_t np = std::min(kPairs, (nb + 1) / 2 - p0);
+        for (int64_t p = 0; p < np; ++p) {
+            const int64_t b = 2 * (p0 + p);
+            const bool tail = b + 1 >= nb;
+            __m512i v = tail ? load_q8_pair<true>(a + b) : load_q8_pair<false>(a + b);
+            da[p] = scales2(a[b].d, tail ? 0 : a[b + 1].d);
+            if constexpr (W::kSigned) {
+                av[p] = _mm512_xor_si512(v, _mm512_set1_epi8(int8_t(0x80)));
+            } else {
+                av[p] = v;
+                ainit[p] = _mm512_sub_epi32(_mm512_setzero_si512(),
+                                            _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(W::kOffset), v));
+            }
+        }
+        for (int r = 0; r < nr; ++r) {
+            const auto* wr = row_ptr<typename W::Block>(w, ws, r);
+            __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+            auto pair = [&](int64_t p, auto tail) -> __m512 {
+                constexpr bool kTail = decltype(tail)::value;
+                const int64_t b = 2 * (p0 + p);
+#ifdef FLINT_PF
+                _mm_prefetch(reinterpret_cast<const char*>(wr + b) + FLINT_PF, _MM_HINT_T0);
+#endif
+                const __m512i wv = W::template load<kTail>(wr + b);
+                const __m512 dw = scales2(wr[b].d, kTail ? 0 : wr[b + 1].d);
+                __m512i isum;
+                if constexpr (W::kSigned) {
+                    const __m512i winit = _mm512_sub_epi32(
+                        _mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(int8_t(0x80)), wv));
+                    isum = _mm512_dpbusd_epi32(winit, av[p], wv);
+                } else {
+                    isum = _mm512_dpbusd_epi32(ainit[p], wv, av[p]);
+                }
+                return _mm512_mul_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dw, da[p]));
+            };
+            const int64_t full = (2 * (p0 + np) <= nb) ? np : np - 1;  // last pair may be half a pair
+            int64_t p = 0;
+            for (; p + 2 <= full; p += 2) {  // two accumulators: the adds are not one dependency chain
+                acc0 = _mm512_add_ps(acc0, pair(p, std::false_type{}));
+                acc1 = _mm512_add_ps(acc1, pair(p + 1, std::false_type{}));
+            }
+            if (p < full) acc0 = _mm512_add_ps(acc0, pair(p++, std::false_type{}));
+            if (p < np) acc1 = _mm512_add_ps(acc1, pair(p, std::true_type{}));
+            y[r] += _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
+        }
+    }
+}
+
+// Batches: tokens 4 at a time (4x4 = 16 accumulators of the 32 registers), then the remainder.
+template <typename W>
+void tile_q8(int64_t cols, const void* w, size_t ws, int nr, const void* a, size_t as, int nt, float* y, int64_t ldy) {
+    const int64_t nb = cols / QK;
+    if (nt == 1) return decode_rows<W>(nb, w, ws, nr, static_cast<const BlockQ8_0*>(a), y);
+    const auto* ab = static_cast<const uint8_t*>(a);
+    int t = 0;
+    for (; t + 4 <= nt; t += 4) rows_dispatch<W, 4>(nr, nb, w, ws, ab + size_t(t) * as, as, y + t * ldy, ldy);
+    switch (nt - t) {
+        case 3: rows_dispatch<W, 3>(nr, nb, w, ws, ab + size_t(t) * as, as, y + t * ldy, ldy); break;
+        case 2: rows_dispatch<W, 2>(nr, nb, w, ws, ab + size_t(t) * as, as, y + t * ldy, ldy); break;
+        case 1: rows_dispatch<W, 1>(nr, nb, w, ws, ab + size_t(t) * as, as, y + t * ldy, ldy); break;
+        default: break;
+    }
+}
+
+// ---- K-quants: AVX2 unpack, 64-byte dot ---------------------------------------------------------------
+
+inline __m512 dot_k_block(const KUnpacked& u, const BlockQ8_K& a, __m512 acc) {
+    __m512i isum = _mm512_setzero_si512();
+    for (int c = 0; c < 8; c += 2) {
+        const __m512i q = _mm512_load_si512(u.q + 32 * c);
+        const __m512i av = _mm512_loadu_si512(a.qs + 32 * c);
+        const __m512i sc = _mm512_load_si512(u.sc[c]);
+        isum = _mm512_add_epi32(isum, _mm512_madd_epi16(_mm512_maddubs_epi16(q, av), sc));
+    }
+    const __m256i msum = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.bsums)),
+                                           _mm256_load_si256(reinterpret_cast<const __m256i*>(u.m)));
+    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_set1_ps(u.d * a.d), acc);
+    return _mm512_fnmadd_ps(_mm512_zextps256_ps512(_mm256_cvtepi32_ps(msum)), _mm512_set1_ps(u.dmin * a.d), acc);
+}
+
+template <typename B, void (*Unpack)(const B&, KUnpacked&)>
+void tile_k(int64_t cols, const void* w, size_t ws, int nr, const void* a, size_t as, int nt, float* y, int64_t ldy) {
+    constexpr int kMaxT = 6;
+    const int64_t nb = cols / QK_K;
+    if (nt == 1 && nr > 1) {  // decode: one row after another (see kDecodeRows)
+        for (int r = 0; r < nr; ++r)
+            tile_k<B, Unpack>(cols, static_cast<const uint8_t*>(w) + size_t(r) * ws, ws, 1, a, as, 1, y + r, ldy);
+        return;
+    }
+    alignas(64) KUnpacked u[kTileRows];
+    for (int t0 = 0; t0 < nt; t0 += kMaxT) {
+        const int tn = std::min(kMaxT, nt - t0);
+        __m512 acc[kTileRows][kMaxT];
+        for (int r = 0; r < nr; ++r)
+            for (int t = 0; t < tn; ++t) acc[r][t] = _mm512_setzero_ps();
+        for (int64_t b = 0; b < nb; ++b) {
+            for (int r = 0; r < nr; ++r) Unpack(row_ptr<B>(w, ws, r)[b], u[r]);
+            for (int t = 0; t < tn; ++t) {
+                const BlockQ8_K& abk = row_ptr<BlockQ8_K>(a, as, t0 + t)[b];
+                for (int r = 0; r < nr; ++r) acc[r][t] = dot_k_block(u[r], abk, acc[r][t]);
+            }
+        }
+        for (int r = 0; r < nr; ++r)
+            for (int t = 0; t < tn; ++t) y[(t0 + t) * ldy + r] = _mm512_reduce_add_ps(acc[r][t]);
+    }
+}
+
+constexpr int id(DType t) { return static_cast<int>(t); }
+
+}  // namespace
+
+void fill_avx512(KernelSet& k) {
+    k.tile[id(DType::Q8_0)] = tile_q8<Q8_0W>;
+    k.tile[id(DType::Q4_0)] = tile_q8<Q4_0W>;
+    k.tile[id(DType::Q5_0)] = tile_q8<Q5_0W>;
+    k.tile[id(DType::Q4_K)] = tile_k<BlockQ4_K, unpack_q4_k_avx2>;
+    k.tile[id(DType::Q5_K)] = tile_k<BlockQ5_K, unpack_q5_k_avx2>;
+    k.tile[id(DType::Q6_K)] = tile_k<BlockQ6_K, unpack_q6_k_avx2>;
+}
 
 }  // namespace flint::detail

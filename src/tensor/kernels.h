@@ -13,11 +13,13 @@ namespace flint::detail {
 
 // Dot products of a tile of weight rows with a batch of activation rows:
 //   y[t * ldy + r] = sum_c W[r, c] * A[t, c]     for r in [0, nr), t in [0, nt)
-// w: nr weight rows of `cols` elements, w_stride bytes apart (nr <= kTileRows).
+// w: nr weight rows of `cols` elements, w_stride bytes apart; nr <= kTileRows when nt > 1, and
+//    nr <= kDecodeRows when nt == 1 (decode streams the rows one after another, see dot_avx512.cpp).
 // a: nt activation rows in the weight's activation format (activation_type), a_stride bytes apart.
 using TileFn = void (*)(int64_t cols, const void* w, size_t w_stride, int nr, const void* a,
                         size_t a_stride, int nt, float* y, int64_t ldy);
 constexpr int kTileRows = 4;
+constexpr int kDecodeRows = 16;
 
 struct KernelSet {
     TileFn tile[32] = {};  // indexed by DType id; null where the type has no matmul
@@ -47,6 +49,19 @@ void axpy_f32_scalar(float a, const float* x, float* y, int64_t n);
 void axpy_f16_scalar(float a, const uint16_t* x, float* y, int64_t n);
 void fp32_to_fp16_row_scalar(const float* x, uint16_t* y, int64_t n);
 void fp16_to_fp32_row_scalar(const uint16_t* x, float* y, int64_t n);
+
+// One K-quant super-block of one weight row, unpacked for integer dot products (AVX2/AVX-512):
+//   x[i] = d * sc[i/16] * q[i] - dmin * m[i/16]
+struct alignas(32) KUnpacked {
+    uint8_t q[QK_K];    // unsigned levels 0..63 (Q6_K stores level+32 and folds the -32 into m)
+    int16_t sc[8][16];  // per 32-element chunk: 8 lanes of its first 16's scale, 8 of its second 16's
+    int16_t m[16];      // per 16 elements
+    float d, dmin;
+};
+// dot_avx2.cpp; need AVX2 (the AVX-512 file reuses them).
+void unpack_q4_k_avx2(const BlockQ4_K& b, KUnpacked& u);
+void unpack_q5_k_avx2(const BlockQ5_K& b, KUnpacked& u);
+void unpack_q6_k_avx2(const BlockQ6_K& b, KUnpacked& u);
 
 // The kernel table in use (see matmul.h set_isa).
 const KernelSet& active_kernels();

@@ -146,7 +146,8 @@ void matmul(const WeightView& w, const float* x, int64_t n_tokens, float* y, Thr
 
     // (2) rows in chunks; a thread claims the next chunk when done (the cores are shared, so static
     // shares would leave the whole call waiting on whichever thread got preempted).
-    const int64_t n_tiles = (rows + kTileRows - 1) / kTileRows;
+    const int64_t tile_rows = n_tokens == 1 ? kDecodeRows : kTileRows;
+    const int64_t n_tiles = (rows + tile_rows - 1) / tile_rows;
     const int64_t tiles_per_chunk = std::max<int64_t>(1, n_tiles / (int64_t(nth) * 8));
     const int64_t n_chunks = (n_tiles + tiles_per_chunk - 1) / tiles_per_chunk;
     std::atomic<int64_t> next_chunk{0};
@@ -154,12 +155,12 @@ void matmul(const WeightView& w, const float* x, int64_t n_tokens, float* y, Thr
 
     auto work = [&](int, int) {
         for (int64_t c; (c = next_chunk.fetch_add(1, std::memory_order_relaxed)) < n_chunks;) {
-            const int64_t r0 = c * tiles_per_chunk * kTileRows;
-            const int64_t r1 = std::min(rows, r0 + tiles_per_chunk * kTileRows);
+            const int64_t r0 = c * tiles_per_chunk * tile_rows;
+            const int64_t r1 = std::min(rows, r0 + tiles_per_chunk * tile_rows);
             for (int64_t t0 = 0; t0 < n_tokens; t0 += kTokenBlock) {
                 const int nt = int(std::min(kTokenBlock, n_tokens - t0));
-                for (int64_t r = r0; r < r1; r += kTileRows) {
-                    const int nr = int(std::min<int64_t>(kTileRows, r1 - r));
+                for (int64_t r = r0; r < r1; r += tile_rows) {
+                    const int nr = int(std::min<int64_t>(tile_rows, r1 - r));
                     tile(cols, wbase + size_t(r) * w_stride, w_stride, nr, act + size_t(t0) * a_stride, a_stride, nt,
                          y + t0 * rows + r, rows);
                 }

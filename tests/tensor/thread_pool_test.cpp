@@ -71,11 +71,11 @@ TEST(ThreadPool, MatmulResultsIdenticalFor1To4Threads) {
         const auto wq = test::quantize_matrix(t, test::random_floats(size_t(rows * cols), 21), rows, cols);
         const WeightView w{t, wq.data(), rows, cols};
         const auto x = test::random_floats(size_t(nt * cols), 22);
-        std::vector<float> one(size_t(rows * nt));
-        matmul(w, x.data(), nt, one.data(), nullptr);
-        for (int n = 1; n <= 4; ++n) {
-            ThreadPool pool(n);
-            for (int64_t k : {int64_t(1), nt}) {
+        for (int64_t k : {int64_t(1), nt}) {  // decode and batched paths
+            std::vector<float> one(size_t(rows * k));
+            matmul(w, x.data(), k, one.data(), nullptr);
+            for (int n = 1; n <= 4; ++n) {
+                ThreadPool pool(n);
                 std::vector<float> y(size_t(rows * k));
                 matmul(w, x.data(), k, y.data(), &pool);
                 for (size_t i = 0; i < y.size(); ++i) ASSERT_EQ(y[i], one[i]) << dtype_name(t) << " threads " << n;

@@ -1,0 +1,190 @@
+// flint_kernels_bench — micro-benchmarks of the tensor kernels (Google Benchmark).
+//
+//   build-kern/flint_kernels_bench --benchmark_filter=Decode --benchmark_repetitions=5
+//       (add --benchmark_report_aggregates_only=true for medians only)
+//
+// Counters: GB/s = weight bytes streamed per second (1e9), GFLOP/s = 2*rows*cols*tokens per second,
+// bw% = achieved GB/s as a share of measure_read_bandwidth_gbs() with the same pool (probed once).
+// Shapes are Qwen2.5-Coder-0.5B's (hidden 896, FFN 4864, vocab 151936, 24 layers, 2 KV heads x 64).
+#include <benchmark/benchmark.h>
+
+#include <cstring>
+#include <map>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "tensor/bandwidth.h"
+#include "tensor/matmul.h"
+#include "tensor/quant.h"
+#include "tensor/thread_pool.h"
+
+namespace flint {
+namespace {
+
+constexpr int kThreads = 2;
+
+ThreadPool& pool() {
+    static ThreadPool p(kThreads);
+    return p;
+}
+
+double bandwidth_gbs() {
+    static double bw = measure_read_bandwidth_gbs(&pool(), size_t(1) << 30, 7);
+    return bw;
+}
+
+// Random quantized weights; the content does not change the speed, only the type does. Quantizing
+// 136M elements with the reference K-quant search is slow, so one random row is quantized and
+// copied (the bytes are streamed all the same).
+struct Weights {
+    std::vector<uint8_t> bytes;
+    WeightView view;
+};
+
+Weights make_weights(DType t, int64_t rows, int64_t cols, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> nd(0, 0.02f);
+    const size_t rb = row_bytes(t, size_t(cols));
+    Weights w;
+    w.bytes.resize(rb * size_t(rows));
+    constexpr int kDistinct = 16;
+    std::vector<float> row(static_cast<size_t>(cols));
+    for (int i = 0; i < kDistinct && i < rows; ++i) {
+        for (float& f : row) f = nd(rng);
+        quantize_row_ref(t, row.data(), w.bytes.data() + size_t(i) * rb, cols);
+    }
+    for (int64_t r = kDistinct; r < rows; ++r)
+        std::memcpy(w.bytes.data() + size_t(r) * rb, w.bytes.data() + size_t(r % kDistinct) * rb, rb);
+    w.view = WeightView{t, w.bytes.data(), rows, cols};
+    return w;
+}
+
+std::vector<float> make_acts(int64_t n) {
+    std::mt19937 rng(7);
+    std::normal_distribution<float> nd(0, 1);
+    std::vector<float> x(static_cast<size_t>(n));
+    for (float& f : x) f = nd(rng);
+    return x;
+}
+
+const DType kTypes[] = {DType::Q8_0, DType::Q4_0, DType::Q5_0, DType::Q4_K, DType::Q5_K,
+                        DType::Q6_K, DType::F16, DType::BF16, DType::F32};
+
+// state.range: 0 = type index, 1 = rows, 2 = cols, 3 = tokens, 4 = isa, 5 = threads
+void BM_Matmul(benchmark::State& state) {
+    const DType t = kTypes[state.range(0)];
+    const int64_t rows = state.range(1), cols = state.range(2), nt = state.range(3);
+    const Isa isa = Isa(state.range(4));
+    if (int(isa) > int(best_isa())) {
+        state.SkipWithError("isa not supported");
+        return;
+    }
+    set_isa(isa);
+    const Weights w = make_weights(t, rows, cols, 1);
+    const auto x = make_acts(nt * cols);
+    std::vector<float> y(size_t(rows * nt));
+    ThreadPool* p = state.range(5) > 1 ? &pool() : nullptr;
+    const double bw = p ? bandwidth_gbs() : 0;
+    for (auto _ : state) {
+        matmul(w.view, x.data(), nt, y.data(), p);
+        benchmark::DoNotOptimize(y.data());
+    }
+    const double bytes = double(w.bytes.size()), flops = 2.0 * double(rows * cols * nt);
+    state.counters["GB/s"] = benchmark::Counter(bytes, benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
+    state.counters["GFLOP/s"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+    if (bw > 0) state.counters["bw_probe_GB/s"] = bw;
+    state.SetLabel(std::string(dtype_name(t)) + " " + isa_name(isa));
+    set_isa(best_isa());
+}
+
+// A whole 0.5B decode step's matmuls (24 layers of q/k/v/o/gate/up/down + the tied 151936x896 head):
+// the number that decides decode tok/s. range: 0 = type index, 1 = isa.
+void BM_ModelDecode(benchmark::State& state) {
+    const DType t = kTypes[state.range(0)];
+    const Isa isa = Isa(state.range(1));
+    if (int(isa) > int(best_isa())) {
+        state.SkipWithError("isa not supported");
+        return;
+    }
+    set_isa(isa);
+    struct Shape { int64_t rows, cols; };
+    const Shape layer[] = {{896, 896}, {128, 896}, {128, 896}, {896, 896}, {4864, 896}, {4864, 896}, {896, 4864}};
+    std::vector<Weights> ws;
+    for (int l = 0; l < 24; ++l)
+        for (const Shape& s : layer) ws.push_back(make_weights(t, s.rows, s.cols, uint32_t(l)));
+    // The head stays Q8_0/Q6_K-ish in real files; here it has the same type as the layers.
+    ws.push_back(make_weights(t, 151936, 896, 99));
+    const auto x = make_acts(4864);
+    std::vector<float> y(151936);
+    double bytes = 0;
+    for (const Weights& w : ws) bytes += double(w.bytes.size());
+    const double bw = bandwidth_gbs();
+    for (auto _ : state) {
+        for (const Weights& w : ws) matmul(w.view, x.data(), 1, y.data(), &pool());
+        benchmark::DoNotOptimize(y.data());
+    }
+    state.counters["GB/s"] = benchmark::Counter(bytes, benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
+    state.counters["tok/s"] = benchmark::Counter(1, benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["bw_probe_GB/s"] = bw;
+    state.counters["MB"] = bytes / 1e6;
+    state.SetLabel(std::string(dtype_name(t)) + " " + isa_name(isa));
+    set_isa(best_isa());
+}
+
+void BM_Bandwidth(benchmark::State& state) {
+    ThreadPool* p = state.range(0) > 1 ? &pool() : nullptr;
+    double gbs = 0;
+    for (auto _ : state) gbs = measure_read_bandwidth_gbs(p, size_t(1) << 30, 3);
+    state.counters["GB/s"] = gbs;
+}
+
+// The cost of one empty parallel region with workers spinning: the floor under every matmul.
+void BM_PoolRun(benchmark::State& state) {
+    ThreadPool& p = pool();
+    const std::function<void(int, int)> fn = [](int, int) {};
+    for (auto _ : state) p.run(fn);
+}
+
+int type_index(DType t) {
+    for (int i = 0; i < int(std::size(kTypes)); ++i)
+        if (kTypes[i] == t) return i;
+    return 0;
+}
+
+void decode_args(benchmark::internal::Benchmark* b) {
+    // 896 is not a multiple of 256: K-quants only get the FFN-down shape (real Qwen files use a
+    // 32-block type for those tensors too).
+    for (DType t : kTypes)
+        for (int isa = 0; isa <= 2; ++isa)
+            for (auto [r, c] : {std::pair{4864, 896}, std::pair{896, 4864}, std::pair{151936, 896}})
+                if (c % traits(t).block_elems == 0) b->Args({type_index(t), r, c, 1, isa, kThreads});
+}
+
+void prefill_args(benchmark::internal::Benchmark* b) {
+    for (DType t : kTypes)
+        for (int isa = 1; isa <= 2; ++isa) b->Args({type_index(t), 896, 4864, 512, isa, kThreads});
+}
+
+void small_args(benchmark::internal::Benchmark* b) {
+    // The single-thread crossover: the same small F32/Q8_0 products with 1 and 2 threads.
+    for (DType t : {DType::F32, DType::Q8_0})
+        for (int n : {64, 128, 256, 512})
+            for (int th : {1, 2}) b->Args({type_index(t), n, n, 1, 2, th});
+}
+
+BENCHMARK(BM_Bandwidth)->Arg(1)->Arg(kThreads)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_PoolRun);
+BENCHMARK(BM_Matmul)->Name("Decode")->Apply(decode_args)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_Matmul)->Name("Prefill512")->Apply(prefill_args)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Matmul)->Name("Small")->Apply(small_args)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_ModelDecode)
+    ->Args({type_index(DType::Q8_0), 2})->Args({type_index(DType::Q4_0), 2})
+    ->Args({type_index(DType::Q8_0), 1})->Args({type_index(DType::Q4_0), 1})
+    ->Args({type_index(DType::Q5_0), 2})->Args({type_index(DType::F16), 2})
+    ->Unit(benchmark::kMillisecond)->UseRealTime();
+
+}  // namespace
+}  // namespace flint
+
+BENCHMARK_MAIN();

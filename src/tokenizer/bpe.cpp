@@ -1,6 +1,8 @@
 #include "tokenizer/bpe.h"
 
 #include <algorithm>
+#include <atomic>
+#include <unordered_map>
 #include <string>
 
 #include "tokenizer/unicode.h"
@@ -44,9 +46,30 @@ Scratch& scratch() {
     return s;
 }
 
+// Per-thread piece → ids cache, for one BpeModel at a time (keyed by its instance number, which is never
+// reused, so a model destroyed and another created at the same address cannot see stale entries).
+struct PieceCache {
+    static constexpr size_t kMaxPiece = 32;       // longer pieces are rare and not worth keeping
+    static constexpr size_t kMaxEntries = 1 << 16;  // then start over: bounded memory per thread
+    uint64_t owner = 0;
+    std::unordered_map<std::string, std::pair<uint32_t, uint32_t>> index;  // piece → (offset, count) in ids
+    std::vector<TokenId> ids;
+    void reset(uint64_t new_owner) {
+        owner = new_owner;
+        index.clear();
+        ids.clear();
+    }
+};
+PieceCache& piece_cache() {
+    thread_local PieceCache c;
+    return c;
+}
+
+std::atomic<uint64_t> g_next_instance{1};
+
 }  // namespace
 
-BpeModel::BpeModel(const Vocab& vocab) : vocab_(vocab) {
+BpeModel::BpeModel(const Vocab& vocab) : vocab_(vocab), instance_(g_next_instance.fetch_add(1)) {
     for (int b = 0; b < 256; ++b) byte_token_[b] = vocab.find(byte_level::encode_byte(static_cast<uint8_t>(b)));
 
     size_t cap = 16;
@@ -91,6 +114,22 @@ void BpeModel::insert(TokenId left, TokenId right, int32_t rank, TokenId merged)
 }
 
 void BpeModel::encode_piece(std::string_view bytes, std::vector<TokenId>& out) const {
+    if (bytes.size() <= 1 || bytes.size() > PieceCache::kMaxPiece) return merge_piece(bytes, out);
+    PieceCache& c = piece_cache();
+    if (c.owner != instance_ || c.index.size() >= PieceCache::kMaxEntries) c.reset(instance_);
+    thread_local std::string key;
+    key.assign(bytes);
+    if (auto it = c.index.find(key); it != c.index.end()) {
+        out.insert(out.end(), c.ids.begin() + it->second.first, c.ids.begin() + it->second.first + it->second.second);
+        return;
+    }
+    const size_t first = out.size();
+    merge_piece(bytes, out);
+    c.index.emplace(key, std::make_pair(static_cast<uint32_t>(c.ids.size()), static_cast<uint32_t>(out.size() - first)));
+    c.ids.insert(c.ids.end(), out.begin() + static_cast<std::ptrdiff_t>(first), out.end());
+}
+
+void BpeModel::merge_piece(std::string_view bytes, std::vector<TokenId>& out) const {
     if (bytes.empty()) return;
     auto& sc = scratch();
     if (vocab_.ignore_merges) {

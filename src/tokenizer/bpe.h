@@ -6,6 +6,7 @@
 // exactly as the reference engines do; a heap keeps that O(n log n) for long pieces.
 #pragma once
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -20,8 +21,11 @@ public:
     // Consumes vocab.merges; throws flint::Error naming a merge whose parts are not tokens.
     explicit BpeModel(const Vocab& vocab);
 
-    // Appends the tokens of one piece of raw bytes.
+    // Appends the tokens of one piece of raw bytes. Short pieces go through a per-thread cache: source
+    // code repeats the same words and indents, and a hash lookup is ~10x cheaper than merging again.
     void encode_piece(std::string_view bytes, std::vector<TokenId>& out) const;
+    // The merge itself, without the cache.
+    void merge_piece(std::string_view bytes, std::vector<TokenId>& out) const;
 
     size_t n_merges() const { return n_merges_; }
 
@@ -39,6 +43,7 @@ private:
     std::vector<Merge> table_;  // open addressing, power-of-two size, at most half full
     uint64_t mask_ = 0;
     size_t n_merges_ = 0;
+    uint64_t instance_ = 0;  // distinguishes this model in the per-thread caches (never reused)
 };
 
 }  // namespace flint

@@ -46,4 +46,15 @@ TEST(Robustness, ConcurrentEncodesAgree) {
     for (const auto& g : got) EXPECT_EQ(g, expected);
 }
 
+TEST(Robustness, PieceCacheNeverMixesTokenizers) {
+    FLINT_REQUIRE_SHARED("models/tiny-qwen2-f32.gguf");
+    FLINT_REQUIRE_SHARED("tokenizers/vocab-tests/ggml-vocab-gpt-2.gguf");
+    auto qwen = test::load_tokenizer("models/tiny-qwen2-f32.gguf");
+    auto gpt2 = test::load_tokenizer("tokenizers/vocab-tests/ggml-vocab-gpt-2.gguf");
+    for (int i = 0; i < 3; ++i) {  // alternate on one thread: each switch must not reuse the other's entries
+        EXPECT_EQ(qwen->encode("Hello world", false, false), (std::vector<TokenId>{9707, 1879}));
+        EXPECT_EQ(gpt2->encode("Hello world", false, false), (std::vector<TokenId>{15496, 995}));
+    }
+}
+
 }  // namespace

@@ -66,6 +66,44 @@ void fill_special_ids(const gguf::File& f, Vocab& v) {
 
 }  // namespace
 
+uint64_t TokenIndex::hash(std::string_view s) {
+    // FNV-1a, then a final mix so the high bits (the tag) and the low bits (the slot) both vary.
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
+    h ^= h >> 29;
+    h *= 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 32;
+    return h;
+}
+
+void TokenIndex::build(const std::vector<std::string>& text) {
+    size_t cap = 16;
+    while (cap < text.size() * 2) cap <<= 1;
+    slots_.assign(cap, 0);
+    mask_ = cap - 1;
+    for (size_t id = 0; id < text.size(); ++id) {
+        if (find(text[id], text) >= 0) continue;  // later duplicates do not override earlier ids
+        const uint64_t h = hash(text[id]);
+        uint64_t i = h & mask_;
+        while (slots_[i] != 0) i = (i + 1) & mask_;
+        slots_[i] = (h & 0xFFFFFFFF00000000ull) | (id + 1);
+    }
+}
+
+TokenId TokenIndex::find(std::string_view s, const std::vector<std::string>& text) const {
+    if (slots_.empty()) return -1;
+    const uint64_t h = hash(s);
+    const uint64_t tag = h & 0xFFFFFFFF00000000ull;
+    for (uint64_t i = h & mask_;; i = (i + 1) & mask_) {
+        const uint64_t e = slots_[i];
+        if (e == 0) return -1;
+        if ((e & 0xFFFFFFFF00000000ull) == tag) {
+            const auto id = static_cast<TokenId>((e & 0xFFFFFFFFull) - 1);
+            if (text[static_cast<size_t>(id)] == s) return id;
+        }
+    }
+}
+
 Vocab load_vocab(const gguf::File& f) {
     Vocab v;
     const std::string where = f.path() + ": ";
@@ -97,9 +135,7 @@ Vocab load_vocab(const gguf::File& f) {
         v.type[k] = static_cast<TokenType>(types[k]);
     }
 
-    v.to_id.reserve(n * 2);
-    // Later duplicates do not override earlier ids, as in the reference converters.
-    for (size_t k = 0; k < n; ++k) v.to_id.emplace(v.text[k], static_cast<TokenId>(k));
+    v.index.build(v.text);
 
     if (v.kind == Vocab::Kind::Bpe) {
         const gguf::Value* m = f.find("tokenizer.ggml.merges");

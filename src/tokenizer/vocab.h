@@ -10,7 +10,6 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "gguf/gguf.h"
@@ -18,11 +17,24 @@
 
 namespace flint {
 
+// Text → id, open addressing over one flat array: looked up for every merge candidate (SPM) and every
+// merge at load (BPE), where a node-based std::unordered_map spent half the load time chasing pointers.
+class TokenIndex {
+public:
+    void build(const std::vector<std::string>& text);  // the first id wins for duplicate texts
+    TokenId find(std::string_view s, const std::vector<std::string>& text) const;
+
+private:
+    static uint64_t hash(std::string_view s);
+    std::vector<uint64_t> slots_;  // (hash >> 32) << 32 | (id + 1); 0: empty
+    uint64_t mask_ = 0;
+};
+
 struct Vocab {
     Vocab() = default;
     Vocab(Vocab&&) = default;
     Vocab& operator=(Vocab&&) = default;
-    Vocab(const Vocab&) = delete;  // `to_id` holds views into `text`
+    Vocab(const Vocab&) = delete;  // large: move it
     Vocab& operator=(const Vocab&) = delete;
 
     enum class Kind { Spm, Bpe };
@@ -33,7 +45,7 @@ struct Vocab {
     std::vector<std::string> text;  // [n_vocab] raw vocab strings
     std::vector<float> score;       // [n_vocab] SPM merge priority (higher merges first); 0 when absent
     std::vector<TokenType> type;    // [n_vocab]
-    std::unordered_map<std::string_view, TokenId> to_id;  // views into `text`
+    TokenIndex index;               // text → id
 
     // Byte-level BPE merges, "left right" in rank order. Views into the gguf::File: valid only while it
     // lives; the BPE model consumes them during Tokenizer::from_gguf and the tokenizer then clears them.
@@ -50,8 +62,7 @@ struct Vocab {
     int32_t size() const { return static_cast<int32_t>(text.size()); }
     bool valid(TokenId id) const { return id >= 0 && id < size(); }
     TokenId find(std::string_view s) const {
-        auto it = to_id.find(s);
-        return it == to_id.end() ? -1 : it->second;
+        return index.find(s, text);
     }
 };
 

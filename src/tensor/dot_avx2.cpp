@@ -91,6 +91,7 @@ void tile_q8_rt(int64_t nb, const void* w, size_t ws, const void* a, size_t as, 
         __m256i wv[R], wabs[R];
         float dw[R];
         for (int r = 0; r < R; ++r) {
+            _mm_prefetch(reinterpret_cast<const char*>(wr[r] + b) + kPrefetchBytes, _MM_HINT_T0);
             wv[r] = W::load(wr[r][b]);
             wabs[r] = _mm256_sign_epi8(wv[r], wv[r]);
             dw[r] = half(wr[r][b].d);
@@ -152,14 +153,17 @@ void tile_q8(int64_t cols, const void* w, size_t ws, int nr, const void* a, size
 // ---- float weights (F32 / F16 / BF16) against f32 activations --------------------------------------
 
 struct F32W {
+    static constexpr int kBytes = 4;
     static __m256 load(const void* p, int64_t i) { return _mm256_loadu_ps(static_cast<const float*>(p) + i); }
 };
 struct F16W {
+    static constexpr int kBytes = 2;
     static __m256 load(const void* p, int64_t i) {
         return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(p) + i)));
     }
 };
 struct BF16W {
+    static constexpr int kBytes = 2;
     static __m256 load(const void* p, int64_t i) {
         const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(p) + i));
         return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
@@ -178,6 +182,8 @@ void tile_f_rt(int64_t cols, const void* w, size_t ws, const void* a, size_t as,
         for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
     for (int64_t i = 0; i < cols; i += 8) {
         __m256 wv[R];
+        if (i % 16 == 0)  // every 16 elements: once per 32 or 64 bytes
+            for (int r = 0; r < R; ++r) _mm_prefetch(static_cast<const char*>(wr[r]) + i * W::kBytes + kPrefetchBytes, _MM_HINT_T0);
         for (int r = 0; r < R; ++r) wv[r] = W::load(wr[r], i);
         for (int t = 0; t < T; ++t) {
             const __m256 av = _mm256_loadu_ps(at[t] + i);
@@ -320,7 +326,10 @@ void tile_k(int64_t cols, const void* w, size_t ws, int nr, const void* a, size_
         for (int r = 0; r < nr; ++r)
             for (int t = 0; t < tn; ++t) acc[r][t] = _mm256_setzero_ps();
         for (int64_t b = 0; b < nb; ++b) {
-            for (int r = 0; r < nr; ++r) Unpack(row_ptr<B>(w, ws, r)[b], u[r]);
+            for (int r = 0; r < nr; ++r) {
+                _mm_prefetch(reinterpret_cast<const char*>(row_ptr<B>(w, ws, r) + b) + kPrefetchBytes, _MM_HINT_T0);
+                Unpack(row_ptr<B>(w, ws, r)[b], u[r]);
+            }
             for (int t = 0; t < tn; ++t) {
                 const BlockQ8_K& ab = row_ptr<BlockQ8_K>(a, as, t0 + t)[b];
                 for (int r = 0; r < nr; ++r) acc[r][t] = dot_k_block(u[r], ab, acc[r][t]);

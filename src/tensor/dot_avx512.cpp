@@ -33,8 +33,8 @@ const B* row_ptr(const void* base, size_t stride, int r) {
 
 // Two halves -> [f(h0) x 8, f(h1) x 8].
 __m512 scales2(uint16_t h0, uint16_t h1) {
-    const __m128 f = _mm_cvtph_ps(_mm_cvtsi32_si128(int(uint32_t(h0) | (uint32_t(h1) << 16))));
-    return _mm512_permutexvar_ps(_mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0), _mm512_castps128_ps512(f));
+    const __m128 f = _mm_cvtph_ps(_mm_insert_epi16(_mm_cvtsi32_si128(h0), h1, 1));
+    return _mm512_permutexvar_ps(_mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0), _mm512_zextps128_ps512(f));
 }
 
 // 64 bytes: the 32 quants of block b, then of block b+1. kTail: only block b exists; the upper half is 0.
@@ -165,12 +165,10 @@ void decode_rows(int64_t nb, const void* w, size_t ws, int nr, const BlockQ8_0* 
         for (int r = 0; r < nr; ++r) {
             const auto* wr = row_ptr<typename W::Block>(w, ws, r);
             __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
-            auto pair = [&](int64_t p, auto tail) -> __m512 {
+            auto pair = [&](int64_t p, auto tail, __m512 acc) -> __m512 {
                 constexpr bool kTail = decltype(tail)::value;
                 const int64_t b = 2 * (p0 + p);
-#ifdef FLINT_PF
-                _mm_prefetch(reinterpret_cast<const char*>(wr + b) + FLINT_PF, _MM_HINT_T0);
-#endif
+                _mm_prefetch(reinterpret_cast<const char*>(wr + b) + kPrefetchBytes, _MM_HINT_T0);
                 const __m512i wv = W::template load<kTail>(wr + b);
                 const __m512 dw = scales2(wr[b].d, kTail ? 0 : wr[b + 1].d);
                 __m512i isum;
@@ -181,16 +179,16 @@ void decode_rows(int64_t nb, const void* w, size_t ws, int nr, const BlockQ8_0* 
                 } else {
                     isum = _mm512_dpbusd_epi32(ainit[p], wv, av[p]);
                 }
-                return _mm512_mul_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dw, da[p]));
+                return _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dw, da[p]), acc);
             };
             const int64_t full = (2 * (p0 + np) <= nb) ? np : np - 1;  // last pair may be half a pair
             int64_t p = 0;
-            for (; p + 2 <= full; p += 2) {  // two accumulators: the adds are not one dependency chain
-                acc0 = _mm512_add_ps(acc0, pair(p, std::false_type{}));
-                acc1 = _mm512_add_ps(acc1, pair(p + 1, std::false_type{}));
+            for (; p + 2 <= full; p += 2) {  // two accumulators: not one long FMA dependency chain
+                acc0 = pair(p, std::false_type{}, acc0);
+                acc1 = pair(p + 1, std::false_type{}, acc1);
             }
-            if (p < full) acc0 = _mm512_add_ps(acc0, pair(p++, std::false_type{}));
-            if (p < np) acc1 = _mm512_add_ps(acc1, pair(p, std::true_type{}));
+            if (p < full) acc0 = pair(p++, std::false_type{}, acc0);
+            if (p < np) acc1 = pair(p, std::true_type{}, acc1);
             y[r] += _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
         }
     }
@@ -244,7 +242,10 @@ void tile_k(int64_t cols, const void* w, size_t ws, int nr, const void* a, size_
         for (int r = 0; r < nr; ++r)
             for (int t = 0; t < tn; ++t) acc[r][t] = _mm512_setzero_ps();
         for (int64_t b = 0; b < nb; ++b) {
-            for (int r = 0; r < nr; ++r) Unpack(row_ptr<B>(w, ws, r)[b], u[r]);
+            for (int r = 0; r < nr; ++r) {
+                _mm_prefetch(reinterpret_cast<const char*>(row_ptr<B>(w, ws, r) + b) + kPrefetchBytes, _MM_HINT_T0);
+                Unpack(row_ptr<B>(w, ws, r)[b], u[r]);
+            }
             for (int t = 0; t < tn; ++t) {
                 const BlockQ8_K& abk = row_ptr<BlockQ8_K>(a, as, t0 + t)[b];
                 for (int r = 0; r < nr; ++r) acc[r][t] = dot_k_block(u[r], abk, acc[r][t]);

@@ -20,6 +20,9 @@ using TileFn = void (*)(int64_t cols, const void* w, size_t w_stride, int nr, co
                         size_t a_stride, int nt, float* y, int64_t ldy);
 constexpr int kTileRows = 4;
 constexpr int kDecodeRows = 16;
+// Decode kernels prefetch this far ahead in the weight stream. Measured (one thread, 151936x896,
+// bytes per CPU-second): Q4_0 9.5 -> 13.8 GB/s, Q8_0 15.4 -> 16.5 GB/s; 1-4 KB was no better.
+constexpr int kPrefetchBytes = 512;
 
 struct KernelSet {
     TileFn tile[32] = {};  // indexed by DType id; null where the type has no matmul

@@ -9,7 +9,8 @@
 //    start at -128 * sum(w), computed once per row block and reused by every token.
 // Either way the int32 lanes equal the exact block dot, as in the scalar reference.
 // Per (row, token, 2 blocks) that leaves 4 instructions: dpbusd, cvt, scale product, fma.
-// K-quants reuse the AVX2 unpackers and do the per-chunk work on 64 bytes at a time.
+// K-quants: each super-block's levels and scales are unpacked in registers (no L1 buffer, unlike
+// the AVX2 path) and dotted 64 bytes at a time with maddubs/madd against Q8_K.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -22,6 +23,7 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 
 #include "tensor/kernels.h"
+#include "tensor/quant_internal.h"
 
 namespace flint::detail {
 namespace {
@@ -210,49 +212,132 @@ void tile_q8(int64_t cols, const void* w, size_t ws, int nr, const void* a, size
     }
 }
 
-// ---- K-quants: AVX2 unpack, 64-byte dot ---------------------------------------------------------------
+// ---- K-quants ---------------------------------------------------------------------------------------
 
-inline __m512 dot_k_block(const KUnpacked& u, const BlockQ8_K& a, __m512 acc) {
-    __m512i isum = _mm512_setzero_si512();
-    for (int c = 0; c < 8; c += 2) {
-        const __m512i q = _mm512_load_si512(u.q + 32 * c);
-        const __m512i av = _mm512_loadu_si512(a.qs + 32 * c);
-        const __m512i sc = _mm512_load_si512(u.sc[c]);
-        isum = _mm512_add_epi32(isum, _mm512_madd_epi16(_mm512_maddubs_epi16(q, av), sc));
+// Q4_K / Q5_K fused: the weight side of one super-block (levels for 4 chunk pairs, scales widened
+// to int16 lanes, mins) is built in registers once and dotted with up to kT tokens; no L1 buffer.
+// Per 64 elements: maddubs(levels, a) -> int16 pairs, madd with the sub-block scales -> int32.
+template <bool kQ5, typename B>
+void tile_q45k_fused(int64_t cols, const void* w, size_t ws, int nr, const void* a, size_t as, int nt, float* y,
+                     int64_t ldy) {
+    constexpr int kT = 4;
+    const int64_t nb = cols / QK_K;
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
+    // vpermw indices: lanes 0..15 take scale 2p, lanes 16..31 scale 2p+1.
+    __m512i pick[4];
+    for (int p = 0; p < 4; ++p)
+        pick[p] = _mm512_inserti64x4(_mm512_set1_epi16(int16_t(2 * p)), _mm256_set1_epi16(int16_t(2 * p + 1)), 1);
+    for (int r = 0; r < nr; ++r) {
+        const B* wr = row_ptr<B>(w, ws, r);
+        for (int t0 = 0; t0 < nt; t0 += kT) {
+            const int tn = std::min(kT, nt - t0);
+            __m512 acc[kT];
+            __m256 macc[kT];
+            for (int t = 0; t < tn; ++t) {
+                acc[t] = _mm512_setzero_ps();
+                macc[t] = _mm256_setzero_ps();
+            }
+            for (int64_t b = 0; b < nb; ++b) {
+                const B& blk = wr[b];
+                _mm_prefetch(reinterpret_cast<const char*>(&blk) + kPrefetchBytes, _MM_HINT_T0);
+                alignas(8) uint8_t sc[8], mn[8];
+                k4_scales_mins(blk.scales, sc, mn);
+                const __m512i sc16 = _mm512_zextsi128_si512(_mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc))));
+                const __m128i m8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(mn));
+                const __m256i m16 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8));  // one min per 16 elements
+                __m512i q[4], s[4];
+                for (int p = 0; p < 4; ++p) {
+                    const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.qs + 32 * p));
+                    q[p] = _mm512_and_si512(
+                        _mm512_inserti64x4(_mm512_castsi256_si512(raw), _mm256_srli_epi16(raw, 4), 1), m4);
+                    if constexpr (kQ5) {
+                        // Fifth bit of sub-block j is bit j of qh[l]: test bit 2p (low half), 2p+1 (high).
+                        const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.qh));
+                        const __m512i hh = _mm512_inserti64x4(_mm512_castsi256_si512(h), h, 1);
+                        const __m512i bit = _mm512_inserti64x4(_mm512_set1_epi8(int8_t(1 << (2 * p))),
+                                                               _mm256_set1_epi8(int8_t(1 << (2 * p + 1))), 1);
+                        q[p] = _mm512_mask_add_epi8(q[p], _mm512_test_epi8_mask(hh, bit), q[p], _mm512_set1_epi8(16));
+                    }
+                    s[p] = _mm512_permutexvar_epi16(pick[p], sc16);
+                }
+                const float d = _cvtsh_ss(blk.d), dmin = _cvtsh_ss(blk.dmin);
+                for (int t = 0; t < tn; ++t) {
+                    const BlockQ8_K& ab = row_ptr<BlockQ8_K>(a, as, t0 + t)[b];
+                    __m512i isum = _mm512_setzero_si512();
+                    for (int p = 0; p < 4; ++p) {
+                        const __m512i av = _mm512_loadu_si512(ab.qs + 64 * p);
+                        isum = _mm512_add_epi32(isum, _mm512_madd_epi16(_mm512_maddubs_epi16(q[p], av), s[p]));
+                    }
+                    const __m256i msum = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab.bsums)), m16);
+                    acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_set1_ps(d * ab.d), acc[t]);
+                    macc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_set1_ps(dmin * ab.d), macc[t]);
+                }
+            }
+            for (int t = 0; t < tn; ++t)
+                y[(t0 + t) * ldy + r] = _mm512_reduce_add_ps(acc[t]) - _mm512_reduce_add_ps(_mm512_zextps256_ps512(macc[t]));
+        }
     }
-    const __m256i msum = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.bsums)),
-                                           _mm256_load_si256(reinterpret_cast<const __m256i*>(u.m)));
-    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_set1_ps(u.d * a.d), acc);
-    return _mm512_fnmadd_ps(_mm512_zextps256_ps512(_mm256_cvtepi32_ps(msum)), _mm512_set1_ps(u.dmin * a.d), acc);
 }
 
-template <typename B, void (*Unpack)(const B&, KUnpacked&)>
-void tile_k(int64_t cols, const void* w, size_t ws, int nr, const void* a, size_t as, int nt, float* y, int64_t ldy) {
-    constexpr int kMaxT = 6;
+// Q6_K fused, same structure: levels (0..63, standing for level-32) of 64 elements per register,
+// int8 scales per 16 widened to int16 lanes; the -32 goes through bsums like a K-quant min.
+void tile_q6k_fused(int64_t cols, const void* w, size_t ws, int nr, const void* a, size_t as, int nt, float* y,
+                    int64_t ldy) {
+    constexpr int kT = 4;
     const int64_t nb = cols / QK_K;
-    if (nt == 1 && nr > 1) {  // decode: one row after another (see kDecodeRows)
-        for (int r = 0; r < nr; ++r)
-            tile_k<B, Unpack>(cols, static_cast<const uint8_t*>(w) + size_t(r) * ws, ws, 1, a, as, 1, y + r, ldy);
-        return;
+    const __m512i m4 = _mm512_set1_epi8(0x0f), m2 = _mm512_set1_epi8(0x30);
+    // Per-lane shifts that bring bits (0,1) / (2,3) of qh to bits 4,5 for the chunk pair (0,1) and
+    // bits (4,5) / (6,7) for (2,3); lanes 0..15 (first 32 bytes) and 16..31 differ by 2.
+    const __m512i shl01 = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(2), 1);
+    const __m512i shr23 = _mm512_inserti64x4(_mm512_set1_epi16(0), _mm256_set1_epi16(2), 1);
+    __m512i pick[4];  // vpermw: lane i of pair p takes scale 4p + i/8
+    for (int p = 0; p < 4; ++p) {
+        alignas(64) int16_t idx[32];
+        for (int i = 0; i < 32; ++i) idx[i] = int16_t(4 * p + i / 8);
+        pick[p] = _mm512_load_si512(idx);
     }
-    alignas(64) KUnpacked u[kTileRows];
-    for (int t0 = 0; t0 < nt; t0 += kMaxT) {
-        const int tn = std::min(kMaxT, nt - t0);
-        __m512 acc[kTileRows][kMaxT];
-        for (int r = 0; r < nr; ++r)
-            for (int t = 0; t < tn; ++t) acc[r][t] = _mm512_setzero_ps();
-        for (int64_t b = 0; b < nb; ++b) {
-            for (int r = 0; r < nr; ++r) {
-                _mm_prefetch(reinterpret_cast<const char*>(row_ptr<B>(w, ws, r) + b) + kPrefetchBytes, _MM_HINT_T0);
-                Unpack(row_ptr<B>(w, ws, r)[b], u[r]);
-            }
+    for (int r = 0; r < nr; ++r) {
+        const BlockQ6_K* wr = row_ptr<BlockQ6_K>(w, ws, r);
+        for (int t0 = 0; t0 < nt; t0 += kT) {
+            const int tn = std::min(kT, nt - t0);
+            __m512 acc[kT];
+            __m256 macc[kT];
             for (int t = 0; t < tn; ++t) {
-                const BlockQ8_K& abk = row_ptr<BlockQ8_K>(a, as, t0 + t)[b];
-                for (int r = 0; r < nr; ++r) acc[r][t] = dot_k_block(u[r], abk, acc[r][t]);
+                acc[t] = _mm512_setzero_ps();
+                macc[t] = _mm256_setzero_ps();
             }
+            for (int64_t b = 0; b < nb; ++b) {
+                const BlockQ6_K& blk = wr[b];
+                _mm_prefetch(reinterpret_cast<const char*>(&blk) + kPrefetchBytes, _MM_HINT_T0);
+                _mm_prefetch(reinterpret_cast<const char*>(&blk) + kPrefetchBytes + 64, _MM_HINT_T0);
+                const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.scales)));
+                const __m512i sc = _mm512_castsi256_si512(sc16);
+                __m512i q[4], s[4];
+                for (int h = 0; h < 2; ++h) {
+                    const __m512i L = _mm512_loadu_si512(blk.ql + 64 * h);
+                    const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.qh + 32 * h));
+                    const __m512i H = _mm512_inserti64x4(_mm512_castsi256_si512(qh), qh, 1);
+                    q[2 * h] = _mm512_or_si512(_mm512_and_si512(L, m4), _mm512_and_si512(_mm512_sllv_epi16(H, shl01), m2));
+                    q[2 * h + 1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(L, 4), m4),
+                                                   _mm512_and_si512(_mm512_srlv_epi16(H, shr23), m2));
+                }
+                for (int p = 0; p < 4; ++p) s[p] = _mm512_permutexvar_epi16(pick[p], sc);
+                const float d = _cvtsh_ss(blk.d);
+                for (int t = 0; t < tn; ++t) {
+                    const BlockQ8_K& ab = row_ptr<BlockQ8_K>(a, as, t0 + t)[b];
+                    __m512i isum = _mm512_setzero_si512();
+                    for (int p = 0; p < 4; ++p) {
+                        const __m512i av = _mm512_loadu_si512(ab.qs + 64 * p);
+                        isum = _mm512_add_epi32(isum, _mm512_madd_epi16(_mm512_maddubs_epi16(q[p], av), s[p]));
+                    }
+                    const __m256i msum = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab.bsums)), sc16);
+                    acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_set1_ps(d * ab.d), acc[t]);
+                    macc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_set1_ps(32 * d * ab.d), macc[t]);
+                }
+            }
+            for (int t = 0; t < tn; ++t)
+                y[(t0 + t) * ldy + r] = _mm512_reduce_add_ps(acc[t]) - _mm512_reduce_add_ps(_mm512_zextps256_ps512(macc[t]));
         }
-        for (int r = 0; r < nr; ++r)
-            for (int t = 0; t < tn; ++t) y[(t0 + t) * ldy + r] = _mm512_reduce_add_ps(acc[r][t]);
     }
 }
 
@@ -264,9 +349,9 @@ void fill_avx512(KernelSet& k) {
     k.tile[id(DType::Q8_0)] = tile_q8<Q8_0W>;
     k.tile[id(DType::Q4_0)] = tile_q8<Q4_0W>;
     k.tile[id(DType::Q5_0)] = tile_q8<Q5_0W>;
-    k.tile[id(DType::Q4_K)] = tile_k<BlockQ4_K, unpack_q4_k_avx2>;
-    k.tile[id(DType::Q5_K)] = tile_k<BlockQ5_K, unpack_q5_k_avx2>;
-    k.tile[id(DType::Q6_K)] = tile_k<BlockQ6_K, unpack_q6_k_avx2>;
+    k.tile[id(DType::Q4_K)] = tile_q45k_fused<false, BlockQ4_K>;
+    k.tile[id(DType::Q5_K)] = tile_q45k_fused<true, BlockQ5_K>;
+    k.tile[id(DType::Q6_K)] = tile_q6k_fused;
 }
 
 }  // namespace flint::detail

@@ -38,4 +38,18 @@ inline void k4_scale_min(int j, const uint8_t* q, uint8_t& sc, uint8_t& m) {
     }
 }
 
+// All eight (scale, min) pairs at once, four per 32-bit word: sc[0..7], m[0..7] (same as k4_scale_min).
+inline void k4_scales_mins(const uint8_t* q, uint8_t* sc, uint8_t* m) {
+    uint32_t w[3];
+    __builtin_memcpy(w, q, 12);
+    const uint32_t lo6 = 0x3f3f3f3f, lo4 = 0x0f0f0f0f, lo2 = 0x03030303;
+    const uint32_t s03 = w[0] & lo6, m03 = w[1] & lo6;
+    const uint32_t s47 = (w[2] & lo4) | (((w[0] >> 6) & lo2) << 4);
+    const uint32_t m47 = ((w[2] >> 4) & lo4) | (((w[1] >> 6) & lo2) << 4);
+    __builtin_memcpy(sc, &s03, 4);
+    __builtin_memcpy(sc + 4, &s47, 4);
+    __builtin_memcpy(m, &m03, 4);
+    __builtin_memcpy(m + 4, &m47, 4);
+}
+
 }  // namespace flint::detail

@@ -21,7 +21,10 @@ public:
     ThreadPool& operator=(const ThreadPool&) = delete;
 
     int size() const { return n_threads_; }
-    // Runs fn(thread_index, n_threads) on every thread (the caller is index 0) and waits for all.
+    // Runs fn(index, n_threads) once for every index in [0, n_threads) and waits for all: a full
+    // barrier. The caller runs index 0; the others go to whichever thread claims them first (the
+    // caller too, once done with its own, if a worker has not started yet — so a descheduled worker
+    // never stalls the call). Indices never run concurrently with themselves.
     // Not re-entrant: fn must not call run() on the same pool.
     void run(const std::function<void(int, int)>& fn);
     // Splits [0, n) into contiguous ranges, one per thread: fn(begin, end).
@@ -34,7 +37,8 @@ private:
     std::vector<std::thread> threads_;
     const std::function<void(int, int)>* job_ = nullptr;
     std::atomic<uint64_t> epoch_{0};
-    std::atomic<int> pending_{0};
+    std::atomic<int> pending_{0};     // indices of the current run not yet finished
+    std::atomic<int> next_index_{0};  // next index to claim (>= n_threads_: none left)
     std::atomic<bool> stop_{false};
     std::mutex mu_;
     std::condition_variable cv_;

@@ -38,6 +38,24 @@ TEST(ThreadPool, ManyRunsInARowSeeEachOthersWrites) {
     }
 }
 
+TEST(ThreadPool, WorkersTakeShares) {
+    // The caller may run a share a worker has not claimed yet; with slow shares the workers must
+    // still get some (otherwise the pool would be a serial loop).
+    ThreadPool pool(2);
+    const auto caller = std::this_thread::get_id();
+    int on_worker = 0;
+    for (int rep = 0; rep < 50 && on_worker == 0; ++rep) {
+        std::thread::id ran_by[2];
+        pool.run([&](int i, int) {
+            ran_by[i] = std::this_thread::get_id();
+            std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        });
+        EXPECT_EQ(ran_by[0], caller);  // the caller always runs index 0
+        on_worker += ran_by[1] != caller;
+    }
+    EXPECT_GT(on_worker, 0);
+}
+
 TEST(ThreadPool, ParallelForCoversTheRangeOnce) {
     ThreadPool pool(3);
     for (int64_t n : {0, 1, 2, 3, 10, 1001}) {

@@ -238,11 +238,11 @@ static void spread_nibbles(const uint8_t* qs, uint8_t* q) {
 }
 
 static void set_k4_scales(const uint8_t* packed, KUnpacked& u) {
+    alignas(8) uint8_t sc[8], m[8];
+    k4_scales_mins(packed, sc, m);
     for (int j = 0; j < 8; ++j) {
-        uint8_t sc, m;
-        k4_scale_min(j, packed, sc, m);
-        _mm256_store_si256(reinterpret_cast<__m256i*>(u.sc[j]), _mm256_set1_epi16(sc));
-        u.m[2 * j] = u.m[2 * j + 1] = m;
+        _mm256_store_si256(reinterpret_cast<__m256i*>(u.sc[j]), _mm256_set1_epi16(sc[j]));
+        u.m[2 * j] = u.m[2 * j + 1] = m[j];
     }
 }
 

@@ -23,10 +23,13 @@ int main(int argc, char** argv) {
     app.require_subcommand(1);
     app.set_version_flag("--version", "flint 0.1.0");
     using namespace flint::cli;
+    register_run(app);
     register_inspect(app);
     register_tokenize(app);
     register_quantize(app);
     register_mkmodel(app);
+    CLI::App* bench = register_bench(app);
+    register_bench_tokenize(*bench);
     try {
         app.parse(argc, argv);
     } catch (const CLI::RuntimeError& e) {

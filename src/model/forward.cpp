@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "kv/kv_cache.h"
+#include "model/attention.h"
 #include "model/rope.h"
 #include "tensor/matmul.h"
 #include "tensor/quant.h"
@@ -58,40 +59,6 @@ void store_kv(KVCache& kv, int layer, std::span<const int32_t> blocks, int pos, 
     } else {
         std::memcpy(reinterpret_cast<float*>(kv.k(b, layer)) + static_cast<int64_t>(slot) * n, k, n * sizeof(float));
         std::memcpy(reinterpret_cast<float*>(kv.v(b, layer)) + static_cast<int64_t>(slot) * n, v, n * sizeof(float));
-    }
-}
-
-// One query head attending over positions [0, n_pos) of its sequence: out = softmax(q·K / sqrt(d)) · V.
-void attend_head(const KVCache& kv, int layer, std::span<const int32_t> blocks, int n_pos, int kv_head, int head_dim,
-                 const float* q, float* scores, float* out) {
-    const int bs = kv.block_size();
-    const int kv_dim = kv.config().kv_dim;
-    const bool f16 = kv.config().type == DType::F16;
-    const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
-    const int64_t off = static_cast<int64_t>(kv_head) * head_dim;
-    float max_s = -INFINITY;
-    for (int p = 0; p < n_pos; ++p) {
-        const int32_t b = blocks[p / bs];
-        const int64_t row = static_cast<int64_t>(p % bs) * kv_dim + off;
-        float s = f16 ? dot_f16_f32(reinterpret_cast<const uint16_t*>(kv.k(b, layer)) + row, q, head_dim)
-                      : dot_f32(reinterpret_cast<const float*>(kv.k(b, layer)) + row, q, head_dim);
-        s *= scale;
-        scores[p] = s;
-        max_s = std::max(max_s, s);
-    }
-    double sum = 0;
-    for (int p = 0; p < n_pos; ++p) {
-        scores[p] = std::exp(scores[p] - max_s);
-        sum += scores[p];
-    }
-    const float inv = static_cast<float>(1.0 / sum);
-    std::memset(out, 0, sizeof(float) * head_dim);
-    for (int p = 0; p < n_pos; ++p) {
-        const int32_t b = blocks[p / bs];
-        const int64_t row = static_cast<int64_t>(p % bs) * kv_dim + off;
-        const float w = scores[p] * inv;
-        if (f16) axpy_f16(w, reinterpret_cast<const uint16_t*>(kv.v(b, layer)) + row, out, head_dim);
-        else axpy_f32(w, reinterpret_cast<const float*>(kv.v(b, layer)) + row, out, head_dim);
     }
 }
 
@@ -186,8 +153,8 @@ int64_t forward(const Model& m, std::span<const SeqBatch> batch, KVCache& kv, Fo
             for (int64_t u = thread; u < units; u += nth) {
                 const int64_t t = u / c.n_heads;
                 const int h = static_cast<int>(u % c.n_heads);
-                attend_head(kv, l, batch[s.seq[t]].blocks, s.pos[t] + 1, h / group, hd, &s.q[t * q_dim + h * hd], scores,
-                            &s.att[t * q_dim + h * hd]);
+                HeadAttention a{&kv, l, batch[s.seq[t]].blocks, s.pos[t] + 1, h / group, hd};
+                attend_head(a, &s.q[t * q_dim + h * hd], scores, &s.att[t * q_dim + h * hd]);
             }
         };
         if (pool && units > 1) pool->run(attend);

@@ -1,0 +1,140 @@
+// `flint bench` — prefill and decode speed like llama-bench (mean ± stddev over repetitions), with the
+// machine's read bandwidth measured in the same run so decode can be stated as a fraction of it.
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <numeric>
+#include <random>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "cli/model_options.h"
+#include "model/forward.h"
+#include "sample/sampler.h"
+#include "tensor/bandwidth.h"
+#include "tensor/matmul.h"
+#include "util/error.h"
+
+namespace flint::cli {
+namespace {
+
+struct BenchOptions {
+    ModelOptions model;
+    int n_prompt = 512;
+    int n_gen = 128;
+    int reps = 5;
+    bool json = false;
+    bool no_bandwidth = false;
+};
+
+struct Stat {
+    double mean = 0, stddev = 0, median = 0;
+};
+
+Stat stats(std::vector<double> v) {
+    Stat s;
+    if (v.empty()) return s;
+    s.mean = std::accumulate(v.begin(), v.end(), 0.0) / v.size();
+    double var = 0;
+    for (double x : v) var += (x - s.mean) * (x - s.mean);
+    s.stddev = v.size() > 1 ? std::sqrt(var / (v.size() - 1)) : 0;
+    std::sort(v.begin(), v.end());
+    s.median = v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+    return s;
+}
+
+using Clock = std::chrono::steady_clock;
+
+void bench(const BenchOptions& o) {
+    ModelOptions mo = o.model;
+    if (mo.ctx == 0) mo.ctx = o.n_prompt + o.n_gen + 16;
+    LoadedModel lm = load_model(mo, !o.json);
+    const Model& m = *lm.model;
+    const int V = m.config.n_vocab;
+    if (o.n_prompt + o.n_gen > lm.ctx) fail("-p + -n = ", o.n_prompt + o.n_gen, " exceeds the context ", lm.ctx);
+    std::mt19937 rng(1234);
+    std::uniform_int_distribution<int32_t> pick(0, V - 1);
+    std::vector<int32_t> prompt(o.n_prompt);
+    for (int32_t& t : prompt) t = pick(rng);
+    ForwardScratch scratch;
+    std::vector<float> logits(static_cast<size_t>(V));
+
+    auto prefill = [&](int n) {
+        SeqBatch sb{std::span<const int32_t>(prompt).first(n), 0, lm.blocks, Logits::Last};
+        forward(m, {&sb, 1}, *lm.kv, scratch, lm.pool.get(), logits.data());
+    };
+    // Decode n tokens after a short context, greedy, one forward each.
+    auto decode = [&](int n) {
+        int32_t tok = pick(rng);
+        for (int i = 0; i < n; ++i) {
+            SeqBatch sb{std::span<const int32_t>(&tok, 1), i, lm.blocks, Logits::Last};
+            forward(m, {&sb, 1}, *lm.kv, scratch, lm.pool.get(), logits.data());
+            tok = argmax(logits.data(), V);
+        }
+    };
+    // Warm-up: touch every weight page and grow the scratch buffers.
+    if (o.n_prompt > 0) prefill(std::min(o.n_prompt, 32));
+    decode(std::min(o.n_gen, 4) + 1);
+
+    std::vector<double> pp, tg;
+    for (int r = 0; r < o.reps; ++r) {
+        if (o.n_prompt > 0) {
+            auto t0 = Clock::now();
+            prefill(o.n_prompt);
+            pp.push_back(o.n_prompt / std::chrono::duration<double>(Clock::now() - t0).count());
+        }
+        if (o.n_gen > 0) {
+            auto t0 = Clock::now();
+            decode(o.n_gen);
+            tg.push_back(o.n_gen / std::chrono::duration<double>(Clock::now() - t0).count());
+        }
+    }
+    double bw = o.no_bandwidth ? 0 : measure_read_bandwidth_gbs(lm.pool.get());
+    Stat sp = stats(pp), sg = stats(tg);
+    const double weight_gb = m.weights.matrix_bytes / 1e9;
+    const double achieved = sg.median * weight_gb;
+    const int threads = lm.pool ? lm.pool->size() : 1;
+    if (o.json) {
+        nlohmann::json j = {{"model", m.config.name},          {"arch", m.config.arch},
+                            {"weights_bytes", m.weights.matrix_bytes}, {"threads", threads},
+                            {"isa", isa_name(active_isa())},   {"n_prompt", o.n_prompt},
+                            {"n_gen", o.n_gen},                {"reps", o.reps},
+                            {"pp_tok_s", {{"mean", sp.mean}, {"stddev", sp.stddev}, {"median", sp.median}}},
+                            {"tg_tok_s", {{"mean", sg.mean}, {"stddev", sg.stddev}, {"median", sg.median}}},
+                            {"read_bandwidth_gb_s", bw},       {"decode_gb_s", achieved},
+                            {"decode_fraction_of_bandwidth", bw > 0 ? achieved / bw : 0.0}};
+        std::printf("%s\n", j.dump(2).c_str());
+        return;
+    }
+    std::printf("| model | weights | threads | kernels | test | tok/s (mean ± sd) | median |\n|---|---|---|---|---|---|---|\n");
+    if (o.n_prompt > 0)
+        std::printf("| %s | %.1f MiB | %d | %s | pp%d | %.2f ± %.2f | %.2f |\n", m.config.name.c_str(),
+                    m.weights.matrix_bytes / 1048576.0, threads, isa_name(active_isa()), o.n_prompt, sp.mean, sp.stddev, sp.median);
+    if (o.n_gen > 0)
+        std::printf("| %s | %.1f MiB | %d | %s | tg%d | %.2f ± %.2f | %.2f |\n", m.config.name.c_str(),
+                    m.weights.matrix_bytes / 1048576.0, threads, isa_name(active_isa()), o.n_gen, sg.mean, sg.stddev, sg.median);
+    if (bw > 0)
+        std::printf("\nread bandwidth (measured now, %d threads): %.2f GB/s; decode reads %.2f GB/s of weights = %.1f%% of it\n",
+                    threads, bw, achieved, 100.0 * achieved / bw);
+}
+
+}  // namespace
+
+CLI::App* register_bench(CLI::App& app) {
+    auto o = std::make_shared<BenchOptions>();
+    CLI::App* cmd = app.add_subcommand("bench", "Measure prefill and decode speed (or a sub-benchmark: `flint bench tokenize`)");
+    add_model_options(*cmd, o->model);
+    cmd->add_option("-p,--n-prompt", o->n_prompt, "Prompt tokens for the prefill test (0: skip)")->check(CLI::Range(0, 1 << 20));
+    cmd->add_option("-n,--n-gen", o->n_gen, "Tokens for the decode test (0: skip)")->check(CLI::Range(0, 1 << 20));
+    cmd->add_option("-r,--reps", o->reps, "Repetitions")->check(CLI::Range(1, 1000));
+    cmd->add_flag("--json", o->json, "Print JSON instead of a table");
+    cmd->add_flag("--no-bandwidth", o->no_bandwidth, "Skip the read-bandwidth measurement");
+    cmd->require_subcommand(0, 1);
+    cmd->callback([o, cmd] {
+        if (cmd->get_subcommands().empty()) bench(*o);
+    });
+    return cmd;
+}
+
+}  // namespace flint::cli

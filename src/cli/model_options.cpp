@@ -1,0 +1,56 @@
+#include "cli/model_options.h"
+
+#include <chrono>
+#include <cstdio>
+#include <thread>
+
+#include "cli/commands.h"
+#include "tensor/matmul.h"
+#include "util/error.h"
+
+namespace flint::cli {
+
+void add_model_options(CLI::App& cmd, ModelOptions& o) {
+    cmd.add_option("-m,--model", o.model, "GGUF model file (default: ../shared/models/stories260K.gguf)");
+    cmd.add_option("-t,--threads", o.threads, "Threads for the kernels (default: all cores)")->check(CLI::Range(0, 256));
+    cmd.add_option("-c,--ctx", o.ctx, "Context length in tokens (default: the model's, at most 4096)")->check(CLI::Range(0, 1 << 20));
+    cmd.add_option("--kv-type", o.kv_type, "KV cache element type: f32 or f16")->check(CLI::IsMember({"f32", "f16"}));
+    cmd.add_option("--isa", o.isa, "Force a kernel path: scalar, avx2, avx512")->check(CLI::IsMember({"scalar", "avx2", "avx512"}));
+}
+
+int resolve_threads(int requested) {
+    if (requested > 0) return requested;
+    unsigned hc = std::thread::hardware_concurrency();
+    return hc == 0 ? 1 : static_cast<int>(hc);
+}
+
+LoadedModel load_model(const ModelOptions& o, bool progress) {
+    if (o.isa == "scalar") set_isa(Isa::Scalar);
+    else if (o.isa == "avx2") set_isa(Isa::AVX2);
+    else if (o.isa == "avx512") set_isa(Isa::AVX512);
+    LoadedModel lm;
+    const std::string path = o.model.empty() ? default_model_path() : o.model;
+    auto t0 = std::chrono::steady_clock::now();
+    if (progress) std::fprintf(stderr, "flint: loading %s …\n", path.c_str());
+    lm.model = Model::load(path);
+    const ModelConfig& c = lm.model->config;
+    lm.ctx = o.ctx > 0 ? o.ctx : std::min(c.ctx_train, 4096);
+    KVConfig kc;
+    kc.n_layers = c.n_layers;
+    kc.kv_dim = c.kv_dim();
+    kc.block_size = 16;
+    kc.type = o.kv_type == "f16" ? DType::F16 : DType::F32;
+    kc.n_blocks = (lm.ctx + kc.block_size - 1) / kc.block_size;
+    lm.kv = std::make_unique<KVCache>(kc);
+    for (int64_t b = 0; b < kc.n_blocks; ++b) lm.blocks.push_back(lm.kv->alloc());
+    int threads = resolve_threads(o.threads);
+    if (threads > 1) lm.pool = std::make_unique<ThreadPool>(threads);
+    lm.load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (progress)
+        std::fprintf(stderr, "flint: %s\nflint: %.1f MiB of weights, ctx %d, KV %s, %d thread%s, kernels %s, loaded in %.2f s\n",
+                     describe(c).c_str(), lm.model->weights.matrix_bytes / 1048576.0, lm.ctx, o.kv_type.c_str(), threads,
+                     threads == 1 ? "" : "s", isa_name(active_isa()), lm.load_seconds);
+    return lm;
+}
+
+}  // namespace flint::cli

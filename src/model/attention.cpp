@@ -1,0 +1,59 @@
+#include "model/attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "kv/kv_cache.h"
+#include "tensor/matmul.h"
+#include "tensor/quant.h"
+
+namespace flint {
+namespace detail {
+
+void attend_head_scalar(const HeadAttention& a, const float* q, float* scores, float* out) {
+    const KVCache& kv = *a.kv;
+    const int bs = kv.block_size(), kv_dim = kv.config().kv_dim, hd = a.head_dim;
+    const bool f16 = kv.config().type == DType::F16;
+    const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+    const int64_t off = static_cast<int64_t>(a.kv_head) * hd;
+    auto k_at = [&](int p, int i) {
+        const int64_t idx = static_cast<int64_t>(p % bs) * kv_dim + off + i;
+        const int32_t b = a.blocks[p / bs];
+        return f16 ? fp16_to_fp32(reinterpret_cast<const uint16_t*>(kv.k(b, a.layer))[idx])
+                   : reinterpret_cast<const float*>(kv.k(b, a.layer))[idx];
+    };
+    auto v_at = [&](int p, int i) {
+        const int64_t idx = static_cast<int64_t>(p % bs) * kv_dim + off + i;
+        const int32_t b = a.blocks[p / bs];
+        return f16 ? fp16_to_fp32(reinterpret_cast<const uint16_t*>(kv.v(b, a.layer))[idx])
+                   : reinterpret_cast<const float*>(kv.v(b, a.layer))[idx];
+    };
+    float mx = -INFINITY;
+    for (int p = 0; p < a.n_pos; ++p) {
+        float s = 0;
+        for (int i = 0; i < hd; ++i) s += q[i] * k_at(p, i);
+        scores[p] = s * scale;
+        mx = std::max(mx, scores[p]);
+    }
+    double sum = 0;
+    for (int p = 0; p < a.n_pos; ++p) {
+        scores[p] = std::exp(scores[p] - mx);
+        sum += scores[p];
+    }
+    const float inv = static_cast<float>(1.0 / sum);
+    std::fill(out, out + hd, 0.0f);
+    for (int p = 0; p < a.n_pos; ++p) {
+        const float w = scores[p] * inv;
+        for (int i = 0; i < hd; ++i) out[i] += w * v_at(p, i);
+    }
+}
+
+}  // namespace detail
+
+void attend_head(const HeadAttention& a, const float* q, float* scores, float* out) {
+    if (active_isa() != Isa::Scalar && a.head_dim % 8 == 0) detail::attend_head_avx2(a, q, scores, out);
+    else detail::attend_head_scalar(a, q, scores, out);
+}
+
+}  // namespace flint

@@ -1,0 +1,60 @@
+// `flint run --temp 0` reproduces llama.cpp's greedy continuations exactly, text for text.
+#include <gtest/gtest.h>
+
+#include "cli_test_util.h"
+#include "gguf/gguf.h"
+#include "test_paths.h"
+#include "tokenizer/tokenizer.h"
+
+using namespace flint;
+using namespace flint::test;
+
+namespace {
+
+// The golden .txt is "<s> " (BOS), the prompt, then the continuation, 128 (or 200) positions in all.
+void expect_greedy(const std::string& model, const std::string& stem, int positions) {
+    const std::string prompt = read_text(shared_path("golden/" + stem + ".prompt.txt"));
+    const std::string golden = read_text(shared_path("golden/" + stem + ".txt"));
+    ASSERT_EQ(golden.rfind("<s> ", 0), 0u);
+    auto file = gguf::File::open(shared_path("models/" + model));
+    auto tok = Tokenizer::from_gguf(*file);
+    const int n_prompt = static_cast<int>(tok->encode(prompt, true, false).size());
+    const int n_gen = positions - n_prompt;
+    CommandResult r = run_flint("run -m " + shared_path("models/" + model) + " --temp 0 --ignore-eos -t 1 -n " +
+                                std::to_string(n_gen) + " --no-special -p " + shell_quote(prompt));
+    ASSERT_EQ(r.exit_code, 0);
+    // The SPM space prefix puts a space before the prompt's first word; the golden text keeps it after "<s>".
+    EXPECT_EQ(" " + prompt + r.out, golden.substr(3)) << stem;
+}
+
+}  // namespace
+
+TEST(RunGolden, Stories260KGreedy1) {
+    FLINT_REQUIRE_SHARED("golden/stories260K.greedy1.txt");
+    expect_greedy("stories260K.gguf", "stories260K.greedy1", 128);
+}
+TEST(RunGolden, Stories260KGreedy2) {
+    FLINT_REQUIRE_SHARED("golden/stories260K.greedy2.txt");
+    expect_greedy("stories260K.gguf", "stories260K.greedy2", 128);
+}
+TEST(RunGolden, Stories260KGreedy3) {
+    FLINT_REQUIRE_SHARED("golden/stories260K.greedy3.txt");
+    expect_greedy("stories260K.gguf", "stories260K.greedy3", 128);
+}
+TEST(RunGolden, FlintTinyCodeGreedy) {
+    FLINT_REQUIRE_SHARED("golden/flint-tiny-code.greedy1.txt");
+    for (const char* stem : {"flint-tiny-code.greedy1", "flint-tiny-code.greedy2", "flint-tiny-code.greedy3"})
+        expect_greedy("flint-tiny-code.gguf", stem, 200);
+}
+
+TEST(RunErrors, MissingModelAndBadFlagsAreClear) {
+    const std::string err = ::testing::TempDir() + "/flint_run_err.txt";
+    CommandResult r = run_flint("run -m /nonexistent/model.gguf -p hi", err);
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(read_text(err).find("/nonexistent/model.gguf: cannot open"), std::string::npos) << read_text(err);
+    r = run_flint("run --temp -3 -p hi", err);
+    EXPECT_EQ(r.exit_code, 2);
+    r = run_flint("run --chat -p hi -m " + shared_path("models/stories260K.gguf"), err);
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(read_text(err).find("chat"), std::string::npos) << read_text(err);
+}

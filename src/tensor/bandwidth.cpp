@@ -25,7 +25,26 @@ uint64_t sum_slice(const uint64_t* p, size_t n) {
     return t;
 }
 
+uint64_t g_sink;
+
 }  // namespace
+
+double stream_read_seconds(ThreadPool* pool, const void* data, size_t bytes) {
+    const auto* p = static_cast<const uint64_t*>(data);
+    const size_t n = bytes / 8;
+    const int nth = pool ? pool->size() : 1;
+    uint64_t sink[64] = {};
+    const auto t0 = std::chrono::steady_clock::now();
+    auto read = [&](int i, int) {
+        const size_t b = n * size_t(i) / size_t(nth), e = n * size_t(i + 1) / size_t(nth);
+        sink[i % 64] += sum_slice(p + b, e - b);
+    };
+    if (pool) pool->run(read);
+    else read(0, 1);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    for (uint64_t v : sink) g_sink += v;
+    return s;
+}
 
 double measure_read_bandwidth_gbs(ThreadPool* pool, size_t bytes, int passes) {
     const size_t n = std::max<size_t>(bytes / 8, 1024);

@@ -11,4 +11,9 @@ class ThreadPool;
 // `pool` may be null (one thread). Compare matmul's achieved bytes/s against it.
 double measure_read_bandwidth_gbs(ThreadPool* pool, size_t bytes = size_t(1) << 30, int passes = 5);
 
+// One multi-threaded streaming pass over `data` (each thread reads a contiguous slice); returns the
+// seconds it took. For comparing a kernel against a plain read of the very same bytes, interleaved,
+// so both see the same machine state (other load, caches).
+double stream_read_seconds(ThreadPool* pool, const void* data, size_t bytes);
+
 }  // namespace flint

@@ -132,6 +132,30 @@ TEST(Matmul, SimdMatchesScalarOnManyShapes) {
     }
 }
 
+TEST(Matmul, LongRowsCrossTheDecodeActivationChunks) {
+    // The AVX-512 decode path prepares the activation 64 block pairs (4096 columns) at a time; an odd
+    // block count puts the half pair at the end of the second chunk.
+    IsaGuard guard;
+    for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q5_0}) {
+        for (int64_t cols : {int64_t(4864), int64_t(129 * 32)}) {
+            const int64_t rows = 19;
+            const auto wq = quantize_matrix(t, random_floats(size_t(rows * cols), 41), rows, cols);
+            const WeightView w{t, wq.data(), rows, cols};
+            for (int64_t nt : {1, 3}) {
+                const auto x = random_floats(size_t(nt * cols), 42);
+                const Reference ref = reference(t, wq, rows, cols, x, nt);
+                for (Isa isa : available_isas()) {
+                    set_isa(isa);
+                    std::vector<float> y(size_t(rows * nt));
+                    matmul(w, x.data(), nt, y.data(), nullptr);
+                    for (size_t i = 0; i < y.size(); ++i)
+                        ASSERT_NEAR(y[i], ref.y[i], ref.bound[i]) << dtype_name(t) << " " << isa_name(isa) << " cols " << cols;
+                }
+            }
+        }
+    }
+}
+
 TEST(Matmul, LargeBatchUsesEveryTokenBlock) {
     // More tokens than one token block (64) and enough work to go parallel.
     IsaGuard guard;

@@ -1,13 +1,11 @@
 // flint/tensor/dot_avx512.cpp — AVX-512 (F/BW/VL + VNNI) matmul tiles for the integer formats.
 //
 // Two 32-element blocks per 512-bit register and VPDPBUSD (u8 x s8 -> int32, no int16 saturation)
-// replace AVX2's sign/maddubs/madd triple. VPDPBUSD wants one unsigned operand:
-//  - Q4_0 / Q5_0 weights are stored unsigned (level + 8 / + 16): dot the raw levels with the signed
-//    activations and start the accumulator at -offset * sum(a), computed once per token block
-//    and reused by every row of the tile;
-//  - Q8_0 weights are signed: flip the activations to unsigned (a + 128, once per token block) and
-//    start at -128 * sum(w), computed once per row block and reused by every token.
-// Either way the int32 lanes equal the exact block dot, as in the scalar reference.
+// replace AVX2's sign/maddubs/madd triple. VPDPBUSD wants the weights unsigned: Q4_0 / Q5_0 store
+// level + 8 / + 16 already, and Q8_0's signed bytes become w + 128 with one XOR. The dot of those
+// with the signed activations is then off by offset * sum(a), so the accumulator starts at
+// -offset * sum(a), computed once per token block and reused by every row: the int32 lanes equal
+// the exact block dot, as in the scalar reference.
 // Per (row, token, 2 blocks) that leaves 4 instructions: dpbusd, cvt, scale product, fma.
 // K-quants: each super-block's levels and scales are unpacked in registers (no L1 buffer, unlike
 // the AVX2 path) and dotted 64 bytes at a time with maddubs/madd against Q8_K.
@@ -49,9 +47,13 @@ __m512i load_q8_pair(const BlockQ8_0* blk) {
 
 struct Q8_0W {
     using Block = BlockQ8_0;
-    static constexpr bool kSigned = true;
+    static constexpr int kOffset = 128;
     template <bool kTail>
-    static __m512i load(const Block* blk) { return load_q8_pair<kTail>(blk); }
+    static __m512i load(const Block* blk) {
+        const __m512i v = _mm512_xor_si512(load_q8_pair<kTail>(blk), _mm512_set1_epi8(int8_t(0x80)));
+        // A missing second block must contribute 0: its (zero) activations already make it so.
+        return v;
+    }
 };
 
 // Nibbles of two blocks in element order: [b lo nibbles, b hi nibbles, b+1 lo, b+1 hi].
@@ -68,7 +70,6 @@ __m512i load_nibble_pair(const B* blk) {
 
 struct Q4_0W {
     using Block = BlockQ4_0;
-    static constexpr bool kSigned = false;
     static constexpr int kOffset = 8;
     template <bool kTail>
     static __m512i load(const Block* blk) { return load_nibble_pair<kTail>(blk); }
@@ -76,7 +77,6 @@ struct Q4_0W {
 
 struct Q5_0W {
     using Block = BlockQ5_0;
-    static constexpr bool kSigned = false;
     static constexpr int kOffset = 16;
     template <bool kTail>
     static __m512i load(const Block* blk) {
@@ -89,24 +89,27 @@ struct Q5_0W {
     }
 };
 
+// -offset * sum(a) per 4-byte group of one activation block pair: the accumulator's start.
+template <typename W>
+__m512i offset_init(__m512i av) {
+    return _mm512_sub_epi32(_mm512_setzero_si512(),
+                            _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(int8_t(W::kOffset)), av));
+}
+
 template <typename W, int R, int T, bool kTail>
 inline void step(const typename W::Block* const* wr, const BlockQ8_0* const* at, int64_t b, __m512 (&acc)[R][T]) {
-    __m512i wv[R], winit[R];
+    __m512i wv[R];
     __m512 dw[R];
     for (int r = 0; r < R; ++r) {
         wv[r] = W::template load<kTail>(wr[r] + b);
         dw[r] = scales2(wr[r][b].d, kTail ? 0 : wr[r][b + 1].d);
-        if constexpr (W::kSigned)  // -128 * sum(w) per 4-byte group
-            winit[r] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(int8_t(0x80)), wv[r]));
     }
     for (int t = 0; t < T; ++t) {
-        __m512i av = load_q8_pair<kTail>(at[t] + b);
+        const __m512i av = load_q8_pair<kTail>(at[t] + b);
         const __m512 da = scales2(at[t][b].d, kTail ? 0 : at[t][b + 1].d);
-        __m512i tinit = _mm512_setzero_si512();
-        if constexpr (W::kSigned) av = _mm512_xor_si512(av, _mm512_set1_epi8(int8_t(0x80)));
-        else tinit = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(W::kOffset), av));
+        const __m512i init = offset_init<W>(av);
         for (int r = 0; r < R; ++r) {
-            const __m512i isum = W::kSigned ? _mm512_dpbusd_epi32(winit[r], av, wv[r]) : _mm512_dpbusd_epi32(tinit, wv[r], av);
+            const __m512i isum = _mm512_dpbusd_epi32(init, wv[r], av);
             acc[r][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dw[r], da), acc[r][t]);
         }
     }
@@ -142,7 +145,7 @@ void rows_dispatch(int nr, int64_t nb, const void* w, size_t ws, const void* a, 
 // Decode (one token): rows are streamed one after another. Measured on this machine (Zen4 VM),
 // reading R rows interleaved block by block ran at ~5 GB/s against ~15 GB/s for the same bytes
 // read row by row, and software prefetch did not recover it; so the token's activation blocks
-// are prepared once per tile (flipped/summed, scales widened) and every row is then one stream.
+// are prepared once per tile (offset sums, scales widened) and every row is then one stream.
 template <typename W>
 void decode_rows(int64_t nb, const void* w, size_t ws, int nr, const BlockQ8_0* a, float* y) {
     constexpr int64_t kPairs = 64;  // activation pairs prepared at once (24 KB, L1)
@@ -154,15 +157,9 @@ void decode_rows(int64_t nb, const void* w, size_t ws, int nr, const BlockQ8_0* 
         for (int64_t p = 0; p < np; ++p) {
             const int64_t b = 2 * (p0 + p);
             const bool tail = b + 1 >= nb;
-            __m512i v = tail ? load_q8_pair<true>(a + b) : load_q8_pair<false>(a + b);
+            av[p] = tail ? load_q8_pair<true>(a + b) : load_q8_pair<false>(a + b);
             da[p] = scales2(a[b].d, tail ? 0 : a[b + 1].d);
-            if constexpr (W::kSigned) {
-                av[p] = _mm512_xor_si512(v, _mm512_set1_epi8(int8_t(0x80)));
-            } else {
-                av[p] = v;
-                ainit[p] = _mm512_sub_epi32(_mm512_setzero_si512(),
-                                            _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(W::kOffset), v));
-            }
+            ainit[p] = offset_init<W>(av[p]);
         }
         for (int r = 0; r < nr; ++r) {
             const auto* wr = row_ptr<typename W::Block>(w, ws, r);
@@ -173,14 +170,7 @@ void decode_rows(int64_t nb, const void* w, size_t ws, int nr, const BlockQ8_0* 
                 _mm_prefetch(reinterpret_cast<const char*>(wr + b) + kPrefetchBytes, _MM_HINT_T0);
                 const __m512i wv = W::template load<kTail>(wr + b);
                 const __m512 dw = scales2(wr[b].d, kTail ? 0 : wr[b + 1].d);
-                __m512i isum;
-                if constexpr (W::kSigned) {
-                    const __m512i winit = _mm512_sub_epi32(
-                        _mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(int8_t(0x80)), wv));
-                    isum = _mm512_dpbusd_epi32(winit, av[p], wv);
-                } else {
-                    isum = _mm512_dpbusd_epi32(ainit[p], wv, av[p]);
-                }
+                const __m512i isum = _mm512_dpbusd_epi32(ainit[p], wv, av[p]);
                 return _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dw, da[p]), acc);
             };
             const int64_t full = (2 * (p0 + np) <= nb) ? np : np - 1;  // last pair may be half a pair

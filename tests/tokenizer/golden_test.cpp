@@ -20,7 +20,12 @@ void expect_golden_tokens(const std::string& model, const std::string& name, boo
     const std::string prompt = test::read_file(test::shared_path("golden/" + name + ".prompt.txt"));
     const auto expected = test::parse_ids(test::read_file(test::shared_path("golden/" + name + ".tokens")));
     ASSERT_FALSE(expected.empty());
-    EXPECT_EQ(tok->encode(prompt, add_bos, parse_special), expected) << name;
+    const auto ids = tok->encode(prompt, add_bos, parse_special);
+    EXPECT_EQ(ids, expected) << name;
+    // Round trip: the text after BOS is the prompt again (SPM: less the space prefix encode() added).
+    const size_t skip = add_bos ? 1 : 0;
+    ASSERT_GE(ids.size(), skip);
+    EXPECT_EQ(tok->decode(std::span<const TokenId>(ids).subspan(skip), true), prompt) << name;
 }
 
 TEST(GoldenTokens, TinyQwen2PromptParsesChatMLSpecialsWithoutBos) {

@@ -192,4 +192,29 @@ TEST(TokenizerApi, TinyHandBuiltBpeMergesByRank) {
     EXPECT_EQ(tok->encode("ab", false, false), std::vector<TokenId>{2});
 }
 
+TEST(TokenizerApi, Llama3IgnoresMergesForWholeTokenPieces) {
+    // Llama 3's tokenizer.json has ignore_merges: a pre-tokenized piece that is itself a token is taken
+    // whole, even when the merges would not build it.
+    auto make = [](std::string_view pre) {
+        auto bytes = GgufBuilder()
+                         .kv_str("tokenizer.ggml.model", "gpt2")
+                         .kv_str("tokenizer.ggml.pre", pre)
+                         .kv_strs("tokenizer.ggml.tokens", {"a", "b", "ab", "ba", "aba"})
+                         .kv_strs("tokenizer.ggml.merges", {"b a", "a b"})
+                         .bytes();
+        auto f = gguf::File::parse(bytes.data(), bytes.size(), "tiny.gguf");
+        return Tokenizer::from_gguf(*f);
+    };
+    EXPECT_EQ(make("gpt-2")->encode("aba", false, false), (std::vector<TokenId>{0, 3}));
+    EXPECT_EQ(make("llama-bpe")->encode("aba", false, false), std::vector<TokenId>{4});
+}
+
+TEST(TokenizerApi, Llama3PreTokenizerGroupsDigitsByThree) {
+    auto pre = PreTokenizer::for_pre("llama-bpe");
+    std::vector<std::string_view> pieces;
+    pre->split("x=1234567;\n\n", pieces);
+    const std::vector<std::string_view> expected = {"x", "=", "123", "456", "7", ";\n\n"};
+    EXPECT_EQ(pieces, expected);
+}
+
 }  // namespace

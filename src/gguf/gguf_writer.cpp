@@ -241,9 +241,14 @@ void Writer::copy_metadata(const File& f) {
 uint32_t Writer::alignment() const {
     const MetaValue* a = find("general.alignment");
     if (!a) return kDefaultAlignment;
-    if (a->type != ValueType::U32)
-        fail("general.alignment: expected u32, found ", value_type_name(a->type));
+    // The spec says u32; like the reader, accept any integer type so files copied from elsewhere round-trip.
+    const bool is_int = a->type != ValueType::F32 && a->type != ValueType::F64 && a->type != ValueType::BOOL &&
+                        a->type != ValueType::STRING && a->type != ValueType::ARRAY;
+    if (!is_int) fail("general.alignment: expected an integer, found ", value_type_name(a->type));
     uint64_t v = a->bits;
+    if ((a->type == ValueType::I8 && int8_t(v) < 0) || (a->type == ValueType::I16 && int16_t(v) < 0) ||
+        (a->type == ValueType::I32 && int32_t(v) < 0))
+        v = ~0ull;  // negative: refused below
     if (v == 0 || v > (1u << 20) || (v & (v - 1)) != 0)
         fail("general.alignment = ", v, " (expected a power of two, at most 1 MiB)");
     return static_cast<uint32_t>(v);

@@ -177,6 +177,15 @@ TEST(GgufWriter, RespectsGeneralAlignment) {
     EXPECT_EQ(f->tensors()[1].offset, 256u);
     EXPECT_EQ(f->tensors()[2].offset, 512u);
     EXPECT_EQ(buf.size(), f->data_offset() + 768);  // the last tensor is padded too, like llama.cpp's files
+
+    // Any integer type is accepted (as by the reader); non-powers of two and non-integers are refused.
+    w.set("general.alignment", MetaValue::u64(64));
+    buf = w.write_buffer();
+    EXPECT_EQ(gguf::File::parse(buf.data(), buf.size(), "u64")->alignment(), 64u);
+    for (MetaValue bad : {MetaValue::u32(48), MetaValue::i32(-32), MetaValue::string("32")}) {
+        w.set("general.alignment", bad);
+        EXPECT_THROW(w.write_buffer(), Error);
+    }
 }
 
 TEST(GgufWriter, SetReplacesKeepingPositionAndRemoveDrops) {

@@ -113,6 +113,31 @@ void BM_Matmul(benchmark::State& state) {
     set_isa(best_isa());
 }
 
+// One thread, rates per CPU-second (Google Benchmark's default clock is the thread's CPU time):
+// what a core can do when it has the CPU, which the shared build machine rarely grants in full.
+// range: as BM_Matmul (threads ignored).
+void BM_MatmulCpu(benchmark::State& state) {
+    const DType t = kTypes[state.range(0)];
+    const int64_t rows = state.range(1), cols = state.range(2), nt = state.range(3);
+    const Isa isa = Isa(state.range(4));
+    if (int(isa) > int(best_isa())) {
+        state.SkipWithError("isa not supported");
+        return;
+    }
+    set_isa(isa);
+    const Weights w = make_weights(t, rows, cols, 1);
+    const auto x = make_acts(nt * cols);
+    std::vector<float> y(size_t(rows * nt));
+    for (auto _ : state) {
+        matmul(w.view, x.data(), nt, y.data(), nullptr);
+        benchmark::DoNotOptimize(y.data());
+    }
+    state.counters["GB/s"] = benchmark::Counter(double(w.bytes.size()) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["GFLOP/s"] = benchmark::Counter(2e-9 * double(rows * cols * nt), benchmark::Counter::kIsIterationInvariantRate);
+    state.SetLabel(std::string(dtype_name(t)) + " " + isa_name(isa));
+    set_isa(best_isa());
+}
+
 // A whole 0.5B decode step's matmuls (24 layers of q/k/v/o/gate/up/down + the tied 151936x896 head):
 // the number that decides decode tok/s. range: 0 = type index, 1 = isa.
 void BM_ModelDecode(benchmark::State& state) {
@@ -214,6 +239,17 @@ void prefill_args(benchmark::internal::Benchmark* b) {
         for (int isa = 1; isa <= 2; ++isa) b->Args({type_index(t), 896, 4864, 512, isa, kThreads});
 }
 
+void cpu_args(benchmark::internal::Benchmark* b) {
+    // Decode on a cached (2048 rows) and a DRAM-sized (40000 rows) matrix, and prefill.
+    for (DType t : kTypes)
+        for (int isa = 1; isa <= 2; ++isa) {
+            const int cols = traits(t).block_elems == 256 ? 4864 : 896;
+            b->Args({type_index(t), 2048, cols, 1, isa, 1});
+            b->Args({type_index(t), 40000, cols, 1, isa, 1});
+            b->Args({type_index(t), 896, 4864, 512, isa, 1});
+        }
+}
+
 void small_args(benchmark::internal::Benchmark* b) {
     // The single-thread crossover: the same small F32/Q8_0 products with 1 and 2 threads.
     for (DType t : {DType::F32, DType::Q8_0})
@@ -227,6 +263,7 @@ BENCHMARK(BM_Stories260KStep)->UseRealTime();
 BENCHMARK(BM_Matmul)->Name("Decode")->Apply(decode_args)->Unit(benchmark::kMicrosecond)->UseManualTime();
 BENCHMARK(BM_Matmul)->Name("Prefill512")->Apply(prefill_args)->Unit(benchmark::kMillisecond)->UseManualTime();
 BENCHMARK(BM_Matmul)->Name("Small")->Apply(small_args)->Unit(benchmark::kMicrosecond)->UseManualTime();
+BENCHMARK(BM_MatmulCpu)->Name("Cpu1T")->Apply(cpu_args)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_ModelDecode)
     ->Args({type_index(DType::Q8_0), 2})->Args({type_index(DType::Q4_0), 2})
     ->Args({type_index(DType::Q8_0), 1})->Args({type_index(DType::Q4_0), 1})

@@ -155,12 +155,14 @@ void tile_q8(int64_t cols, const void* w, size_t ws, int nr, const void* a, size
 struct F32W {
     static constexpr int kBytes = 4;
     static __m256 load(const void* p, int64_t i) { return _mm256_loadu_ps(static_cast<const float*>(p) + i); }
+    static float scalar(const void* p, int64_t i) { return static_cast<const float*>(p)[i]; }
 };
 struct F16W {
     static constexpr int kBytes = 2;
     static __m256 load(const void* p, int64_t i) {
         return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(p) + i)));
     }
+    static float scalar(const void* p, int64_t i) { return half(static_cast<const uint16_t*>(p)[i]); }
 };
 struct BF16W {
     static constexpr int kBytes = 2;
@@ -168,11 +170,13 @@ struct BF16W {
         const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(p) + i));
         return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
     }
+    static float scalar(const void* p, int64_t i) { return bf16_to_fp32(static_cast<const uint16_t*>(p)[i]); }
 };
 
 template <typename W, int R, int T>
 void tile_f_rt(int64_t cols, const void* w, size_t ws, const void* a, size_t as, float* y, int64_t ldy) {
-    // cols is a multiple of 32 for every matmul weight (checked by matmul), so no tail here.
+    // Float weights may have any width (stories260K's FFN is 172 wide): 8 at a time, then a scalar tail.
+    const int64_t cols8 = cols & ~int64_t(7);
     const void* wr[R];
     const float* at[T];
     for (int r = 0; r < R; ++r) wr[r] = static_cast<const uint8_t*>(w) + size_t(r) * ws;
@@ -180,7 +184,7 @@ void tile_f_rt(int64_t cols, const void* w, size_t ws, const void* a, size_t as,
     __m256 acc[R][T];
     for (int r = 0; r < R; ++r)
         for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
-    for (int64_t i = 0; i < cols; i += 8) {
+    for (int64_t i = 0; i < cols8; i += 8) {
         __m256 wv[R];
         if (i % 16 == 0)  // every 16 elements: once per 32 or 64 bytes
             for (int r = 0; r < R; ++r) _mm_prefetch(static_cast<const char*>(wr[r]) + i * W::kBytes + kPrefetchBytes, _MM_HINT_T0);
@@ -191,7 +195,11 @@ void tile_f_rt(int64_t cols, const void* w, size_t ws, const void* a, size_t as,
         }
     }
     for (int r = 0; r < R; ++r)
-        for (int t = 0; t < T; ++t) y[t * ldy + r] = hsum(acc[r][t]);
+        for (int t = 0; t < T; ++t) {
+            float tail = 0;
+            for (int64_t c = cols8; c < cols; ++c) tail += W::scalar(wr[r], c) * at[t][c];
+            y[t * ldy + r] = hsum(acc[r][t]) + tail;
+        }
 }
 
 template <typename W>
@@ -206,22 +214,6 @@ struct FKernel {
 
 template <typename W>
 void tile_f(int64_t cols, const void* w, size_t ws, int nr, const void* a, size_t as, int nt, float* y, int64_t ldy) {
-    if (cols % 8 != 0) {  // not reachable through matmul (32-multiples), kept for safety
-        for (int t = 0; t < nt; ++t)
-            for (int r = 0; r < nr; ++r) {
-                const float* at = reinterpret_cast<const float*>(static_cast<const uint8_t*>(a) + size_t(t) * as);
-                float s = 0;
-                for (int64_t c = 0; c < cols; ++c) {
-                    float wv;
-                    if constexpr (std::is_same_v<W, F32W>) wv = static_cast<const float*>(static_cast<const void*>(static_cast<const uint8_t*>(w) + r * ws))[c];
-                    else if constexpr (std::is_same_v<W, F16W>) wv = half(reinterpret_cast<const uint16_t*>(static_cast<const uint8_t*>(w) + r * ws)[c]);
-                    else wv = bf16_to_fp32(reinterpret_cast<const uint16_t*>(static_cast<const uint8_t*>(w) + r * ws)[c]);
-                    s += wv * at[c];
-                }
-                y[t * ldy + r] = s;
-            }
-        return;
-    }
     walk_tokens<FKernel<W>::template K, 2>(cols, w, ws, nr, a, as, nt, y, ldy);
 }
 

@@ -113,47 +113,32 @@ std::vector<uint8_t>& act_scratch() {
 
 }  // namespace
 
-void matmul(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool* pool) {
-    check_weight(w);
-    if (n_tokens <= 0 || w.rows == 0) return;
-    const KernelSet& k = active_kernels();
-    const TileFn tile = k.tile[int(w.type)];
-    const int64_t rows = w.rows, cols = w.cols;
-    const size_t w_stride = row_bytes(w.type, size_t(cols));
-    const DType at = activation_type(w.type);
+// Everything one call needs, so the closures handed to the pool capture a single pointer: a
+// std::function then stores them in place (no allocation per call).
+struct MatmulJob {
+    const KernelSet* k;
+    TileFn tile;
+    DType act_type;
+    const uint8_t* w;
+    size_t w_stride;
+    int64_t rows, cols, n_tokens;
+    const float* x;
+    uint8_t* q;  // quantized activations (when act_type != F32)
+    const uint8_t* act;
+    size_t a_stride;
+    float* y;
+    int64_t tile_rows, tiles_per_chunk, n_chunks;
+    std::atomic<int64_t> next_chunk{0};
 
-    const int nth = pool ? pool->size() : 1;
-    const bool parallel = nth > 1 && rows * cols * n_tokens >= kMinParallelMacs;
-
-    // (1) activations, converted once for the whole call.
-    const uint8_t* act = reinterpret_cast<const uint8_t*>(x);
-    size_t a_stride = size_t(cols) * sizeof(float);
-    if (at != DType::F32) {
-        a_stride = row_bytes(at, size_t(cols));
-        std::vector<uint8_t>& buf = act_scratch();
-        if (buf.size() < a_stride * size_t(n_tokens)) buf.resize(a_stride * size_t(n_tokens));
-        uint8_t* q = buf.data();
-        auto quantize_tokens = [&](int64_t t0, int64_t t1) {
-            for (int64_t t = t0; t < t1; ++t) {
-                if (at == DType::Q8_0) k.quantize_q8_0(x + t * cols, reinterpret_cast<BlockQ8_0*>(q + t * a_stride), cols);
-                else k.quantize_q8_k(x + t * cols, reinterpret_cast<BlockQ8_K*>(q + t * a_stride), cols);
-            }
-        };
-        if (parallel && n_tokens > 1) pool->parallel_for(n_tokens, quantize_tokens);
-        else quantize_tokens(0, n_tokens);
-        act = q;
+    void quantize_tokens(int64_t t0, int64_t t1) const {
+        for (int64_t t = t0; t < t1; ++t) {
+            if (act_type == DType::Q8_0) k->quantize_q8_0(x + t * cols, reinterpret_cast<BlockQ8_0*>(q + t * a_stride), cols);
+            else k->quantize_q8_k(x + t * cols, reinterpret_cast<BlockQ8_K*>(q + t * a_stride), cols);
+        }
     }
 
-    // (2) rows in chunks; a thread claims the next chunk when done (the cores are shared, so static
-    // shares would leave the whole call waiting on whichever thread got preempted).
-    const int64_t tile_rows = n_tokens == 1 ? kDecodeRows : kTileRows;
-    const int64_t n_tiles = (rows + tile_rows - 1) / tile_rows;
-    const int64_t tiles_per_chunk = std::max<int64_t>(1, n_tiles / (int64_t(nth) * 8));
-    const int64_t n_chunks = (n_tiles + tiles_per_chunk - 1) / tiles_per_chunk;
-    std::atomic<int64_t> next_chunk{0};
-    const auto* wbase = static_cast<const uint8_t*>(w.data);
-
-    auto work = [&](int, int) {
+    // Claims chunks of rows until none are left; each chunk is walked token block by token block.
+    void run_chunks() {
         for (int64_t c; (c = next_chunk.fetch_add(1, std::memory_order_relaxed)) < n_chunks;) {
             const int64_t r0 = c * tiles_per_chunk * tile_rows;
             const int64_t r1 = std::min(rows, r0 + tiles_per_chunk * tile_rows);
@@ -161,14 +146,54 @@ void matmul(const WeightView& w, const float* x, int64_t n_tokens, float* y, Thr
                 const int nt = int(std::min(kTokenBlock, n_tokens - t0));
                 for (int64_t r = r0; r < r1; r += tile_rows) {
                     const int nr = int(std::min<int64_t>(tile_rows, r1 - r));
-                    tile(cols, wbase + size_t(r) * w_stride, w_stride, nr, act + size_t(t0) * a_stride, a_stride, nt,
+                    tile(cols, w + size_t(r) * w_stride, w_stride, nr, act + size_t(t0) * a_stride, a_stride, nt,
                          y + t0 * rows + r, rows);
                 }
             }
         }
-    };
-    if (parallel) pool->run(work);
-    else work(0, 1);
+    }
+};
+
+void matmul(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool* pool) {
+    check_weight(w);
+    if (n_tokens <= 0 || w.rows == 0) return;
+    MatmulJob job;
+    job.k = &active_kernels();
+    job.tile = job.k->tile[int(w.type)];
+    job.act_type = activation_type(w.type);
+    job.w = static_cast<const uint8_t*>(w.data);
+    job.w_stride = row_bytes(w.type, size_t(w.cols));
+    job.rows = w.rows;
+    job.cols = w.cols;
+    job.n_tokens = n_tokens;
+    job.x = x;
+    job.y = y;
+
+    const int nth = pool ? pool->size() : 1;
+    const bool parallel = nth > 1 && w.rows * w.cols * n_tokens >= kMinParallelMacs;
+
+    // (1) activations, converted once for the whole call (decode: on this thread, it is ~1 µs).
+    job.act = reinterpret_cast<const uint8_t*>(x);
+    job.a_stride = size_t(w.cols) * sizeof(float);
+    if (job.act_type != DType::F32) {
+        job.a_stride = row_bytes(job.act_type, size_t(w.cols));
+        std::vector<uint8_t>& buf = act_scratch();
+        if (buf.size() < job.a_stride * size_t(n_tokens)) buf.resize(job.a_stride * size_t(n_tokens));
+        job.q = buf.data();
+        job.act = job.q;
+        if (parallel && n_tokens > 1) pool->parallel_for(n_tokens, [j = &job](int64_t t0, int64_t t1) { j->quantize_tokens(t0, t1); });
+        else job.quantize_tokens(0, n_tokens);
+    }
+
+    // (2) rows in chunks; a thread claims the next chunk when done (the cores are shared, so static
+    // shares would leave the whole call waiting on whichever thread got preempted). Decode uses
+    // taller tiles: its kernels stream the rows of a tile one after another.
+    job.tile_rows = n_tokens == 1 ? kDecodeRows : kTileRows;
+    const int64_t n_tiles = (w.rows + job.tile_rows - 1) / job.tile_rows;
+    job.tiles_per_chunk = std::max<int64_t>(1, n_tiles / (int64_t(nth) * 8));
+    job.n_chunks = (n_tiles + job.tiles_per_chunk - 1) / job.tiles_per_chunk;
+    if (parallel) pool->run([j = &job](int, int) { j->run_chunks(); });
+    else job.run_chunks();
 }
 
 void get_row(const WeightView& w, int64_t row, float* out) {

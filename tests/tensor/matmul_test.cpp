@@ -22,6 +22,16 @@ using test::random_floats;
 
 int64_t block_of(DType t) { return traits(t).block_elems == 1 ? 32 : traits(t).block_elems; }
 
+// Column counts to try: block multiples, plus widths that are no multiple of 8 for float weights
+// (stories260K's FFN is 172 wide).
+std::vector<int64_t> widths(DType t, std::initializer_list<int64_t> blocks) {
+    const int64_t bs = block_of(t);
+    std::vector<int64_t> v;
+    for (int64_t b : blocks) v.push_back(b * bs);
+    if (traits(t).block_elems == 1) v.insert(v.end(), {1, 7, 13, 172});
+    return v;
+}
+
 // Reference: dequantized weights times the activations, in double. The kernels see the activations
 // after their own quantization (Q8_0 / Q8_K), so the allowed error is exactly what that costs,
 // sum_c |W[r,c]| * |x[c] - xq[c]|, plus f32 rounding of the sums.
@@ -63,8 +73,7 @@ TEST(Matmul, MatchesDoublePrecisionReferenceForEveryTypeAndIsa) {
     IsaGuard guard;
     ThreadPool pool(3);
     for (DType t : kWeightTypes) {
-        const int64_t bs = block_of(t);
-        for (int64_t cols : {bs, 3 * bs, 8 * bs}) {
+        for (int64_t cols : widths(t, {1, 3, 8})) {
             for (int64_t rows : {1, 5, 13}) {
                 const auto wf = random_floats(size_t(rows * cols), uint32_t(rows * 7 + cols));
                 const auto wq = quantize_matrix(t, wf, rows, cols);
@@ -96,8 +105,7 @@ TEST(Matmul, SimdMatchesScalarOnManyShapes) {
     if (available_isas().size() == 1) GTEST_SKIP() << "no SIMD instruction set on this CPU";
     ThreadPool pool(2);
     for (DType t : kWeightTypes) {
-        const int64_t bs = block_of(t);
-        for (int64_t cols : {bs, 2 * bs, 7 * bs, bs * (bs == 32 ? 28 : 4)}) {
+        for (int64_t cols : widths(t, {1, 2, 7, block_of(t) == 32 ? 28 : 4})) {
             for (int64_t rows : {1, 2, 3, 4, 6, 11, 64 + 3}) {
                 const auto wf = random_floats(size_t(rows * cols), uint32_t(rows * 31 + cols));
                 const auto wq = quantize_matrix(t, wf, rows, cols);

@@ -31,10 +31,14 @@ const B* row_ptr(const void* base, size_t stride, int r) {
     return reinterpret_cast<const B*>(static_cast<const uint8_t*>(base) + size_t(r) * stride);
 }
 
-// Two halves -> [f(h0) x 8, f(h1) x 8].
+// Two halves -> per-lane scales of a block pair. Natural order: [f(h0) x 8, f(h1) x 8];
+// kPermuted (see load_nibble_pair): [f(h0) x 4, f(h1) x 4, f(h0) x 4, f(h1) x 4].
+template <bool kPermuted = false>
 __m512 scales2(uint16_t h0, uint16_t h1) {
     const __m128 f = _mm_cvtph_ps(_mm_insert_epi16(_mm_cvtsi32_si128(h0), h1, 1));
-    return _mm512_permutexvar_ps(_mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0), _mm512_zextps128_ps512(f));
+    const __m512i idx = kPermuted ? _mm512_set_epi32(1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0)
+                                  : _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+    return _mm512_permutexvar_ps(idx, _mm512_zextps128_ps512(f));
 }
 
 // 64 bytes: the 32 quants of block b, then of block b+1. kTail: only block b exists; the upper half is 0.
@@ -48,6 +52,7 @@ __m512i load_q8_pair(const BlockQ8_0* blk) {
 struct Q8_0W {
     using Block = BlockQ8_0;
     static constexpr int kOffset = 128;
+    static constexpr bool kPermuted = false;
     template <bool kTail>
     static __m512i load(const Block* blk) {
         const __m512i v = _mm512_xor_si512(load_q8_pair<kTail>(blk), _mm512_set1_epi8(int8_t(0x80)));
@@ -56,21 +61,22 @@ struct Q8_0W {
     }
 };
 
-// Nibbles of two blocks in element order: [b lo nibbles, b hi nibbles, b+1 lo, b+1 hi].
+// Nibbles of two blocks, unpacked in 256-bit halves (cheaper than a 512-bit cross-lane permute):
+// 128-bit lanes [block b elements 0..15, b+1 0..15, b 16..31, b+1 16..31]. The activations are
+// permuted the same way (act_pair), once per token block, and the scales follow (scales2<true>).
 template <bool kTail, typename B>
 __m512i load_nibble_pair(const B* blk) {
-    const __m128i q0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk[0].qs));
-    const __m128i q1 = kTail ? _mm_setzero_si128() : _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk[1].qs));
-    const __m512i dup = _mm512_permutexvar_epi64(_mm512_set_epi64(3, 2, 3, 2, 1, 0, 1, 0),
-                                                 _mm512_castsi256_si512(_mm256_set_m128i(q1, q0)));
-    // Shift the odd 128-bit lanes (the high-nibble copies) right by 4, then keep the low nibble.
-    const __m512i sh = _mm512_mask_srli_epi16(dup, 0xFF00FF00u, dup, 4);
-    return _mm512_and_si512(sh, _mm512_set1_epi8(0x0f));
+    __m256i y = _mm256_zextsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk[0].qs)));
+    if constexpr (!kTail) y = _mm256_inserti128_si256(y, _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk[1].qs)), 1);
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(y, m4)),
+                              _mm256_and_si256(_mm256_srli_epi16(y, 4), m4), 1);
 }
 
 struct Q4_0W {
     using Block = BlockQ4_0;
     static constexpr int kOffset = 8;
+    static constexpr bool kPermuted = true;
     template <bool kTail>
     static __m512i load(const Block* blk) { return load_nibble_pair<kTail>(blk); }
 };
@@ -78,16 +84,28 @@ struct Q4_0W {
 struct Q5_0W {
     using Block = BlockQ5_0;
     static constexpr int kOffset = 16;
+    static constexpr bool kPermuted = true;
     template <bool kTail>
     static __m512i load(const Block* blk) {
-        // qh's bit i is element i's fifth bit: the two blocks' masks side by side are a byte mask.
+        // qh's bit i is element i's fifth bit; arranged in load_nibble_pair's element order they
+        // form a byte mask.
         uint32_t h0, h1 = 0;
         std::memcpy(&h0, blk[0].qh, 4);
         if constexpr (!kTail) std::memcpy(&h1, blk[1].qh, 4);
+        const uint64_t bits = uint64_t(h0 & 0xffff) | (uint64_t(h1 & 0xffff) << 16) | (uint64_t(h0 >> 16) << 32) |
+                              (uint64_t(h1 >> 16) << 48);
         const __m512i v = load_nibble_pair<kTail>(blk);
-        return _mm512_or_si512(v, _mm512_maskz_mov_epi8(__mmask64(h0) | (__mmask64(h1) << 32), _mm512_set1_epi8(16)));
+        return _mm512_or_si512(v, _mm512_maskz_mov_epi8(__mmask64(bits), _mm512_set1_epi8(16)));
     }
 };
+
+// One activation block pair in the weight type's element order.
+template <typename W, bool kTail>
+__m512i act_pair(const BlockQ8_0* blk) {
+    const __m512i v = load_q8_pair<kTail>(blk);
+    if constexpr (W::kPermuted) return _mm512_shuffle_i64x2(v, v, _MM_SHUFFLE(3, 1, 2, 0));
+    return v;
+}
 
 // -offset * sum(a) per 4-byte group of one activation block pair: the accumulator's start.
 template <typename W>
@@ -102,11 +120,11 @@ inline void step(const typename W::Block* const* wr, const BlockQ8_0* const* at,
     __m512 dw[R];
     for (int r = 0; r < R; ++r) {
         wv[r] = W::template load<kTail>(wr[r] + b);
-        dw[r] = scales2(wr[r][b].d, kTail ? 0 : wr[r][b + 1].d);
+        dw[r] = scales2<W::kPermuted>(wr[r][b].d, kTail ? 0 : wr[r][b + 1].d);
     }
     for (int t = 0; t < T; ++t) {
-        const __m512i av = load_q8_pair<kTail>(at[t] + b);
-        const __m512 da = scales2(at[t][b].d, kTail ? 0 : at[t][b + 1].d);
+        const __m512i av = act_pair<W, kTail>(at[t] + b);
+        const __m512 da = scales2<W::kPermuted>(at[t][b].d, kTail ? 0 : at[t][b + 1].d);
         const __m512i init = offset_init<W>(av);
         for (int r = 0; r < R; ++r) {
             const __m512i isum = _mm512_dpbusd_epi32(init, wv[r], av);
@@ -157,8 +175,8 @@ void decode_rows(int64_t nb, const void* w, size_t ws, int nr, const BlockQ8_0* 
         for (int64_t p = 0; p < np; ++p) {
             const int64_t b = 2 * (p0 + p);
             const bool tail = b + 1 >= nb;
-            av[p] = tail ? load_q8_pair<true>(a + b) : load_q8_pair<false>(a + b);
-            da[p] = scales2(a[b].d, tail ? 0 : a[b + 1].d);
+            av[p] = tail ? act_pair<W, true>(a + b) : act_pair<W, false>(a + b);
+            da[p] = scales2<W::kPermuted>(a[b].d, tail ? 0 : a[b + 1].d);
             ainit[p] = offset_init<W>(av[p]);
         }
         for (int r = 0; r < nr; ++r) {
@@ -169,7 +187,7 @@ void decode_rows(int64_t nb, const void* w, size_t ws, int nr, const BlockQ8_0* 
                 const int64_t b = 2 * (p0 + p);
                 _mm_prefetch(reinterpret_cast<const char*>(wr + b) + kPrefetchBytes, _MM_HINT_T0);
                 const __m512i wv = W::template load<kTail>(wr + b);
-                const __m512 dw = scales2(wr[b].d, kTail ? 0 : wr[b + 1].d);
+                const __m512 dw = scales2<W::kPermuted>(wr[b].d, kTail ? 0 : wr[b + 1].d);
                 const __m512i isum = _mm512_dpbusd_epi32(ainit[p], wv, av[p]);
                 return _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dw, da[p]), acc);
             };

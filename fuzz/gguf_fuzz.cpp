@@ -4,6 +4,7 @@
 // when the writer accepts it, and the copy must parse to the same keys and tensors.
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -14,8 +15,8 @@
 namespace {
 
 [[noreturn]] void property_failed(const char* what) {
-    __builtin_trap();  // libFuzzer reports it as a crash with the input that caused it
-    (void)what;
+    std::fprintf(stderr, "gguf_fuzz: property failed: %s\n", what);
+    std::abort();  // libFuzzer reports it as a crash and saves the input that caused it
 }
 
 void read_everything(const flint::gguf::File& f) {

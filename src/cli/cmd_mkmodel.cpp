@@ -61,7 +61,8 @@ void register_mkmodel(CLI::App& app) {
     cmd->add_option("--seed", a->seed, "Random seed")->capture_default_str();
     cmd->add_option("--ctx", a->ctx, "context_length to record (default: the shape's)");
     cmd->add_option("-t,--threads", a->threads, "Worker threads (0: all cores)");
-    cmd->add_option("--vocab-json", a->tok.vocab_json, "Hugging Face vocab.json (token -> id)")->capture_default_str();
+    CLI::Option* vocab = cmd->add_option("--vocab-json", a->tok.vocab_json, "Hugging Face vocab.json (token -> id)")
+                             ->capture_default_str();
     cmd->add_option("--merges", a->tok.merges, "merges.txt")->capture_default_str();
     cmd->add_option("--added-tokens", a->tok.added_tokens, "added_tokens.json (marked as control tokens)")
         ->capture_default_str();
@@ -70,7 +71,17 @@ void register_mkmodel(CLI::App& app) {
     cmd->add_option("--chat-template", a->tok.chat_template, "Chat template (.jinja)")->capture_default_str();
     cmd->add_option("--pre", a->tok.pre, "tokenizer.ggml.pre (pre-tokenizer name)")->capture_default_str();
     cmd->add_option("--vocab-from", a->tok.vocab_from, "Copy every tokenizer.* key from this GGUF instead");
-    cmd->callback([a] { mkmodel(*a); });
+    cmd->callback([a, cmd, vocab] {
+        // Another tokenizer's vocab.json must not be paired with the default (Qwen2) companions: the optional
+        // files default to none as soon as --vocab-json is given.
+        if (vocab->count() > 0) {
+            if (cmd->get_option("--added-tokens")->count() == 0) a->tok.added_tokens.clear();
+            if (cmd->get_option("--tokenizer-config")->count() == 0) a->tok.tokenizer_config.clear();
+            if (cmd->get_option("--chat-template")->count() == 0) a->tok.chat_template.clear();
+            if (cmd->get_option("--merges")->count() == 0) a->tok.merges.clear();
+        }
+        mkmodel(*a);
+    });
 }
 
 }  // namespace flint::cli

@@ -58,7 +58,6 @@ struct Runtime::Impl {
     // Engine thread only.
     std::vector<std::shared_ptr<PendingRequest>> waiting;
     std::vector<std::unique_ptr<Sequence>> running;
-    LookupDrafter lookup;
 
     // Published for stats().
     std::atomic<int> n_waiting{0}, n_running{0};
@@ -173,6 +172,7 @@ struct Runtime::Impl {
             s->prediction.emplace(r.prediction);
             s->draft_len.emplace(std::min(8, cfg.max_draft), cfg.max_draft);
         } else if (cfg.speculative && r.prompt_lookup) {
+            s->lookup.emplace();
             s->draft_len.emplace(4, cfg.max_draft);
         }
         requests_total++;
@@ -247,7 +247,7 @@ struct Runtime::Impl {
         const int k = std::min(s.draft_len->next(), room);
         if (k <= 0) return;
         if (s.prediction) s.prediction->propose(s.output, k, s.drafts);
-        else lookup.propose(s.tokens, k, s.drafts);
+        else if (s.lookup) s.lookup->propose(s.tokens, k, s.drafts);
     }
 
     struct Entry {

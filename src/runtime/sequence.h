@@ -40,6 +40,7 @@ struct Sequence {
     std::optional<StreamDecoder> decoder;
     StopMatcher stops;
     std::optional<PredictionDrafter> prediction;
+    std::optional<LookupDrafter> lookup;
     std::optional<AdaptiveLength> draft_len;
     std::vector<int32_t> drafts;      // proposed for the current step
     bool finished = false;

@@ -3,30 +3,52 @@
 #include <algorithm>
 
 namespace flint {
+namespace {
+
+uint64_t hash_tokens(std::span<const int32_t> t) {
+    uint64_t h = 1469598103934665603ull;  // FNV-1a over the ids
+    for (int32_t x : t) {
+        h ^= static_cast<uint32_t>(x);
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+}  // namespace
 
 PredictionDrafter::PredictionDrafter(std::vector<int32_t> prediction, int min_match)
-    : pred_(std::move(prediction)), min_match_(std::max(1, min_match)) {}
+    : pred_(std::move(prediction)), min_match_(std::max(1, min_match)) {
+    std::span<const int32_t> p(pred_);
+    for (size_t i = 0; i + min_match_ <= p.size(); ++i)
+        index_[hash_tokens(p.subspan(i, min_match_))].push_back(static_cast<int32_t>(i));
+}
 
 int64_t PredictionDrafter::resync(std::span<const int32_t> output) const {
-    // The longest output suffix (down to min_match tokens) found in the prediction; among equal lengths the
-    // occurrence nearest after the old cursor wins, since edits move forward through the file.
-    const int64_t P = static_cast<int64_t>(pred_.size());
-    const int max_n = static_cast<int>(std::min<size_t>(output.size(), 16));
-    for (int n = max_n; n >= min_match_; --n) {
-        auto suffix = output.subspan(output.size() - n);
-        int64_t best = -1;
-        for (int64_t i = 0; i + n <= P; ++i) {
-            if (!std::equal(suffix.begin(), suffix.end(), pred_.begin() + i)) continue;
-            int64_t after = i + n;
-            if (best < 0) best = after;
-            if (after >= cursor_) {
-                best = after;
-                break;
-            }
+    // Where the output rejoins the prediction: occurrences of its last min_match tokens, ranked by how far
+    // back the match extends (up to 16 tokens), then by nearness after the old cursor, since edits move
+    // forward through the file.
+    if (output.size() < static_cast<size_t>(min_match_)) return -1;
+    auto tail = output.subspan(output.size() - min_match_);
+    auto it = index_.find(hash_tokens(tail));
+    if (it == index_.end()) return -1;
+    int64_t best = -1;
+    int best_len = 0;
+    bool best_after = false;
+    for (int32_t i : it->second) {
+        if (!std::equal(tail.begin(), tail.end(), pred_.begin() + i)) continue;  // hash collision
+        int len = min_match_;
+        while (len < 16 && static_cast<size_t>(len) < output.size() && i - (len - min_match_) - 1 >= 0 &&
+               pred_[i - (len - min_match_) - 1] == output[output.size() - len - 1])
+            ++len;
+        const int64_t after = i + min_match_;
+        const bool is_after = after >= cursor_;
+        if (len > best_len || (len == best_len && is_after && (!best_after || after < best))) {
+            best = after;
+            best_len = len;
+            best_after = is_after;
         }
-        if (best >= 0) return best;
     }
-    return -1;
+    return best;
 }
 
 void PredictionDrafter::advance(std::span<const int32_t> output) {
@@ -52,17 +74,27 @@ void PredictionDrafter::propose(std::span<const int32_t> output, int k, std::vec
     for (int64_t i = cursor_; i < static_cast<int64_t>(pred_.size()) && k > 0; ++i, --k) out.push_back(pred_[i]);
 }
 
-void LookupDrafter::propose(std::span<const int32_t> h, int k, std::vector<int32_t>& out) const {
-    const int64_t L = static_cast<int64_t>(h.size());
+void LookupDrafter::index_up_to(std::span<const int32_t> h, size_t end) {
+    for (; indexed_ < end; ++indexed_)
+        for (int n = min_n_; n <= max_n_; ++n)
+            if (indexed_ >= static_cast<size_t>(n))
+                last_[n][hash_tokens(h.subspan(indexed_ - n, n))] = static_cast<int64_t>(indexed_);
+}
+
+void LookupDrafter::propose(std::span<const int32_t> h, int k, std::vector<int32_t>& out) {
+    const size_t L = h.size();
+    if (indexed_ > L) indexed_ = 0, last_.assign(max_n_ + 1, {});  // a different history: start over
+    // Index every earlier n-gram (those ending before the last token), then look up the current suffix.
+    index_up_to(h, L);
     for (int n = max_n_; n >= min_n_; --n) {
-        if (L <= n) continue;
+        if (L <= static_cast<size_t>(n)) continue;
         auto suffix = h.subspan(L - n);
-        // Most recent earlier occurrence that has at least one token after it.
-        for (int64_t i = L - n - 1; i >= 0; --i) {
-            if (!std::equal(suffix.begin(), suffix.end(), h.begin() + i)) continue;
-            for (int64_t j = i + n; j < L && k > 0; ++j, --k) out.push_back(h[j]);
-            return;
-        }
+        auto it = last_[n].find(hash_tokens(suffix));
+        if (it == last_[n].end()) continue;
+        const int64_t c = it->second;
+        if (!std::equal(suffix.begin(), suffix.end(), h.begin() + (c - n))) continue;  // hash collision
+        for (int64_t j = c; j < static_cast<int64_t>(L) && k > 0; ++j, --k) out.push_back(h[j]);
+        return;
     }
 }
 

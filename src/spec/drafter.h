@@ -11,6 +11,7 @@
 #pragma once
 #include <cstdint>
 #include <span>
+#include <unordered_map>
 #include <vector>
 
 namespace flint {
@@ -34,6 +35,8 @@ private:
 
     std::vector<int32_t> pred_;
     int min_match_;
+    // min_match-gram hash → start positions in pred_, so re-synchronising costs a lookup, not a scan.
+    std::unordered_map<uint64_t, std::vector<int32_t>> index_;
     int64_t cursor_ = 0;     // index in pred_ of the token expected next; -1 while lost
     size_t seen_ = 0;        // output tokens already folded into the cursor
     int matched_ = 0;
@@ -42,12 +45,17 @@ private:
 
 class LookupDrafter {
 public:
-    explicit LookupDrafter(int max_ngram = 4, int min_ngram = 2) : max_n_(max_ngram), min_n_(min_ngram) {}
-    // `history`: prompt and output so far. Appends up to k drafts to `out`.
-    void propose(std::span<const int32_t> history, int k, std::vector<int32_t>& out) const;
+    explicit LookupDrafter(int max_ngram = 4, int min_ngram = 2) : max_n_(max_ngram), min_n_(min_ngram), last_(max_ngram + 1) {}
+    // `history`: prompt and output so far, only ever appended to between calls. Appends up to k drafts.
+    void propose(std::span<const int32_t> history, int k, std::vector<int32_t>& out);
 
 private:
+    void index_up_to(std::span<const int32_t> h, size_t end);
+
     int max_n_, min_n_;
+    // Per n-gram length: hash of the n tokens ending at i-1 → i (where the continuation starts), latest wins.
+    std::vector<std::unordered_map<uint64_t, int64_t>> last_;
+    size_t indexed_ = 0;  // continuations starting before this index are in last_
 };
 
 // Draft length from the recent acceptance: grows while drafts are accepted, shrinks to what was accepted

@@ -14,7 +14,9 @@
 // applied through Q8_K's per-16 sums (bsums), so the offset costs one madd per super-block.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "tensor/kernels.h"
 #include "tensor/quant_internal.h"
@@ -29,11 +31,7 @@ float hsum(__m256 v) {
     return _mm_cvtss_f32(s);
 }
 
-}  // namespace
-
-static float half(uint16_t h) { return _cvtsh_ss(h); }
-
-namespace {
+float half(uint16_t h) { return _cvtsh_ss(h); }
 
 template <typename B>
 const B* row_ptr(const void* base, size_t stride, int r) {
@@ -219,9 +217,16 @@ void tile_f(int64_t cols, const void* w, size_t ws, int nr, const void* a, size_
 
 // ---- K-quants ------------------------------------------------------------------------------------
 
-}  // namespace
+// One K-quant super-block of one weight row, unpacked for integer dot products:
+//   x[i] = d * sc[i/16] * q[i] - dmin * m[i/16]
+struct alignas(32) KUnpacked {
+    uint8_t q[QK_K];    // unsigned levels 0..63 (Q6_K stores level+32 and folds the -32 into m)
+    int16_t sc[8][16];  // per 32-element chunk: 8 lanes of its first 16's scale, 8 of its second 16's
+    int16_t m[16];      // per 16 elements
+    float d, dmin;
+};
 
-static void spread_nibbles(const uint8_t* qs, uint8_t* q) {
+void spread_nibbles(const uint8_t* qs, uint8_t* q) {
     // 32 bytes -> 64 levels: low nibbles first, then high nibbles (Q4_K/Q5_K chunk order).
     const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs));
     const __m256i mask = _mm256_set1_epi8(0x0f);
@@ -229,7 +234,7 @@ static void spread_nibbles(const uint8_t* qs, uint8_t* q) {
     _mm256_store_si256(reinterpret_cast<__m256i*>(q + 32), _mm256_and_si256(_mm256_srli_epi16(raw, 4), mask));
 }
 
-static void set_k4_scales(const uint8_t* packed, KUnpacked& u) {
+void set_k4_scales(const uint8_t* packed, KUnpacked& u) {
     alignas(8) uint8_t sc[8], m[8];
     k4_scales_mins(packed, sc, m);
     for (int j = 0; j < 8; ++j) {
@@ -284,8 +289,6 @@ void unpack_q6_k_avx2(const BlockQ6_K& b, KUnpacked& u) {
     }
     u.d = u.dmin = half(b.d);
 }
-
-namespace {
 
 // acc += d_a * (d * sum_i sc*q*a - dmin * sum_g m_g * bsum_g), left spread over 8 lanes.
 inline __m256 dot_k_block(const KUnpacked& u, const BlockQ8_K& a, __m256 acc) {

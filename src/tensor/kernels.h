@@ -53,19 +53,6 @@ void axpy_f16_scalar(float a, const uint16_t* x, float* y, int64_t n);
 void fp32_to_fp16_row_scalar(const float* x, uint16_t* y, int64_t n);
 void fp16_to_fp32_row_scalar(const uint16_t* x, float* y, int64_t n);
 
-// One K-quant super-block of one weight row, unpacked for integer dot products (AVX2/AVX-512):
-//   x[i] = d * sc[i/16] * q[i] - dmin * m[i/16]
-struct alignas(32) KUnpacked {
-    uint8_t q[QK_K];    // unsigned levels 0..63 (Q6_K stores level+32 and folds the -32 into m)
-    int16_t sc[8][16];  // per 32-element chunk: 8 lanes of its first 16's scale, 8 of its second 16's
-    int16_t m[16];      // per 16 elements
-    float d, dmin;
-};
-// dot_avx2.cpp; need AVX2 (the AVX-512 file reuses them).
-void unpack_q4_k_avx2(const BlockQ4_K& b, KUnpacked& u);
-void unpack_q5_k_avx2(const BlockQ5_K& b, KUnpacked& u);
-void unpack_q6_k_avx2(const BlockQ6_K& b, KUnpacked& u);
-
 // The kernel table in use (see matmul.h set_isa).
 const KernelSet& active_kernels();
 

@@ -33,13 +33,18 @@ const B* row_ptr(const void* base, size_t stride, int r) {
 
 // Two halves -> per-lane scales of a block pair. Natural order: [f(h0) x 8, f(h1) x 8];
 // kPermuted (see load_nibble_pair): [f(h0) x 4, f(h1) x 4, f(h0) x 4, f(h1) x 4].
-template <bool kPermuted = false>
-__m512 scales2(uint16_t h0, uint16_t h1) {
-    const __m128 f = _mm_cvtph_ps(_mm_insert_epi16(_mm_cvtsi32_si128(h0), h1, 1));
+// The two floats of f (lanes 0, 1) spread over a block pair's lanes.
+template <bool kPermuted>
+__m512 spread2(__m128 f) {
     const __m512i idx = kPermuted ? _mm512_set_epi32(1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0)
                                   : _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
     return _mm512_permutexvar_ps(idx, _mm512_zextps128_ps512(f));
 }
+
+__m128 halves2(uint16_t h0, uint16_t h1) { return _mm_cvtph_ps(_mm_insert_epi16(_mm_cvtsi32_si128(h0), h1, 1)); }
+
+template <bool kPermuted = false>
+__m512 scales2(uint16_t h0, uint16_t h1) { return spread2<kPermuted>(halves2(h0, h1)); }
 
 // 64 bytes: the 32 quants of block b, then of block b+1. kTail: only block b exists; the upper half is 0.
 template <bool kTail>
@@ -168,7 +173,7 @@ template <typename W>
 void decode_rows(int64_t nb, const void* w, size_t ws, int nr, const BlockQ8_0* a, float* y) {
     constexpr int64_t kPairs = 64;  // activation pairs prepared at once (24 KB, L1)
     alignas(64) __m512i av[kPairs], ainit[kPairs];
-    alignas(64) __m512 da[kPairs];
+    alignas(64) float da[2 * kPairs];  // the pair's two activation scales; spread per row below
     for (int r = 0; r < nr; ++r) y[r] = 0;
     for (int64_t p0 = 0; p0 < (nb + 1) / 2; p0 += kPairs) {
         const int64_t np = std::min(kPairs, (nb + 1) / 2 - p0);
@@ -176,7 +181,8 @@ void decode_rows(int64_t nb, const void* w, size_t ws, int nr, const BlockQ8_0* 
             const int64_t b = 2 * (p0 + p);
             const bool tail = b + 1 >= nb;
             av[p] = tail ? act_pair<W, true>(a + b) : act_pair<W, false>(a + b);
-            da[p] = scales2<W::kPermuted>(a[b].d, tail ? 0 : a[b + 1].d);
+            da[2 * p] = _cvtsh_ss(a[b].d);
+            da[2 * p + 1] = tail ? 0.0f : _cvtsh_ss(a[b + 1].d);
             ainit[p] = offset_init<W>(av[p]);
         }
         for (int r = 0; r < nr; ++r) {
@@ -187,9 +193,12 @@ void decode_rows(int64_t nb, const void* w, size_t ws, int nr, const BlockQ8_0* 
                 const int64_t b = 2 * (p0 + p);
                 _mm_prefetch(reinterpret_cast<const char*>(wr + b) + kPrefetchBytes, _MM_HINT_T0);
                 const __m512i wv = W::template load<kTail>(wr + b);
-                const __m512 dw = scales2<W::kPermuted>(wr[b].d, kTail ? 0 : wr[b + 1].d);
+                // Multiply the two scale products in a 128-bit register, then spread once: cheaper
+                // than widening both and multiplying 16 lanes (decode is load/uop bound).
+                const __m128 dwa = _mm_mul_ps(halves2(wr[b].d, kTail ? 0 : wr[b + 1].d),
+                                              _mm_castsi128_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(da + 2 * p))));
                 const __m512i isum = _mm512_dpbusd_epi32(ainit[p], wv, av[p]);
-                return _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dw, da[p]), acc);
+                return _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), spread2<W::kPermuted>(dwa), acc);
             };
             const int64_t full = (2 * (p0 + np) <= nb) ? np : np - 1;  // last pair may be half a pair
             int64_t p = 0;

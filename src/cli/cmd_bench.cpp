@@ -2,6 +2,7 @@
 // machine's read bandwidth measured in the same run so decode can be stated as a fraction of it.
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <cstdio>
 #include <numeric>
 #include <random>
@@ -26,6 +27,7 @@ struct BenchOptions {
     int reps = 5;
     bool json = false;
     bool no_bandwidth = false;
+    bool fill_kv = false;
 };
 
 struct Stat {
@@ -90,6 +92,9 @@ void bench(const BenchOptions& o) {
             tg.push_back(o.n_gen / std::chrono::duration<double>(Clock::now() - t0).count());
         }
     }
+    if (o.fill_kv)  // every KV page resident, as with a full context
+        std::memset(lm.kv->k(0, 0), 0, lm.kv->block_bytes() * static_cast<size_t>(lm.kv->n_blocks()));
+    const MemoryUse mem = memory_use();
     double bw = o.no_bandwidth ? 0 : measure_read_bandwidth_gbs(lm.pool.get());
     Stat sp = stats(pp), sg = stats(tg);
     const double weight_gb = m.weights.matrix_bytes / 1e9;
@@ -103,7 +108,9 @@ void bench(const BenchOptions& o) {
                             {"pp_tok_s", {{"mean", sp.mean}, {"stddev", sp.stddev}, {"median", sp.median}}},
                             {"tg_tok_s", {{"mean", sg.mean}, {"stddev", sg.stddev}, {"median", sg.median}}},
                             {"read_bandwidth_gb_s", bw},       {"decode_gb_s", achieved},
-                            {"decode_fraction_of_bandwidth", bw > 0 ? achieved / bw : 0.0}};
+                            {"decode_fraction_of_bandwidth", bw > 0 ? achieved / bw : 0.0},
+                            {"ctx", lm.ctx},                   {"kv_bytes", lm.kv->block_bytes() * lm.kv->n_blocks()},
+                            {"rss_bytes", mem.rss},            {"peak_rss_bytes", mem.peak_rss}};
         std::printf("%s\n", j.dump(2).c_str());
         return;
     }
@@ -114,6 +121,9 @@ void bench(const BenchOptions& o) {
     if (o.n_gen > 0)
         std::printf("| %s | %.1f MiB | %d | %s | tg%d | %.2f ± %.2f | %.2f |\n", m.config.name.c_str(),
                     m.weights.matrix_bytes / 1048576.0, threads, isa_name(active_isa()), o.n_gen, sg.mean, sg.stddev, sg.median);
+    std::printf("\nmemory: ctx %d, KV %.1f MiB%s, RSS %.1f MiB (peak %.1f MiB)\n", lm.ctx,
+                lm.kv->block_bytes() * lm.kv->n_blocks() / 1048576.0, o.fill_kv ? " (all touched)" : " (touched as used)",
+                mem.rss / 1048576.0, mem.peak_rss / 1048576.0);
     if (bw > 0)
         std::printf("\nread bandwidth (measured now, %d threads): %.2f GB/s; decode reads %.2f GB/s of weights = %.1f%% of it\n",
                     threads, bw, achieved, 100.0 * achieved / bw);
@@ -130,6 +140,7 @@ CLI::App* register_bench(CLI::App& app) {
     cmd->add_option("-r,--reps", o->reps, "Repetitions")->check(CLI::Range(1, 1000));
     cmd->add_flag("--json", o->json, "Print JSON instead of a table");
     cmd->add_flag("--no-bandwidth", o->no_bandwidth, "Skip the read-bandwidth measurement");
+    cmd->add_flag("--fill-kv", o->fill_kv, "Touch the whole KV cache before measuring memory (RSS as with a full context)");
     cmd->require_subcommand(0, 1);
     cmd->callback([o, cmd] {
         if (cmd->get_subcommands().empty()) bench(*o);

@@ -16,6 +16,44 @@ void add_model_options(CLI::App& cmd, ModelOptions& o) {
     cmd.add_option("-c,--ctx", o.ctx, "Context length in tokens (default: the model's, at most 4096)")->check(CLI::Range(0, 1 << 20));
     cmd.add_option("--kv-type", o.kv_type, "KV cache element type: f32 or f16")->check(CLI::IsMember({"f32", "f16"}));
     cmd.add_option("--isa", o.isa, "Force a kernel path: scalar, avx2, avx512")->check(CLI::IsMember({"scalar", "avx2", "avx512"}));
+    cmd.add_option("--rope-scaling", o.rope_scaling, "Override RoPE scaling: none, linear, yarn (e.g. yarn with --rope-scale 4 "
+                                                     "runs Qwen2.5-Coder to 131072 tokens)")
+        ->check(CLI::IsMember({"none", "linear", "yarn"}));
+    cmd.add_option("--rope-scale", o.rope_scale, "Context extension factor for --rope-scaling")->check(CLI::Range(1.0, 1024.0));
+    cmd.add_option("--yarn-orig-ctx", o.yarn_orig_ctx, "YaRN: original training context (default: the model's)");
+}
+
+void apply_rope_overrides(const ModelOptions& o, Model& m) {
+    if (o.rope_scaling.empty()) return;
+    RopeConfig& r = m.config.rope;
+    if (o.rope_scaling == "none") {
+        r.scaling = RopeScaling::None;
+        r.scale_factor = 1.0f;
+        return;
+    }
+    if (o.rope_scale <= 0) fail("--rope-scaling ", o.rope_scaling, " needs --rope-scale");
+    r.scale_factor = o.rope_scale;
+    if (o.rope_scaling == "linear") {
+        r.scaling = RopeScaling::Linear;
+    } else {
+        r.scaling = RopeScaling::Yarn;
+        r.orig_ctx = o.yarn_orig_ctx > 0 ? o.yarn_orig_ctx : m.config.ctx_train;
+        r.ext_factor = 1.0f;
+    }
+}
+
+MemoryUse memory_use() {
+    MemoryUse u;
+    FILE* f = std::fopen("/proc/self/status", "r");
+    if (!f) return u;
+    char line[256];
+    while (std::fgets(line, sizeof line, f)) {
+        long long kb = 0;
+        if (std::sscanf(line, "VmRSS: %lld kB", &kb) == 1) u.rss = kb * 1024;
+        if (std::sscanf(line, "VmHWM: %lld kB", &kb) == 1) u.peak_rss = kb * 1024;
+    }
+    std::fclose(f);
+    return u;
 }
 
 int resolve_threads(int requested) {
@@ -33,6 +71,7 @@ LoadedModel load_model(const ModelOptions& o, bool progress) {
     auto t0 = std::chrono::steady_clock::now();
     if (progress) std::fprintf(stderr, "flint: loading %s …\n", path.c_str());
     lm.model = Model::load(path);
+    apply_rope_overrides(o, *lm.model);
     const ModelConfig& c = lm.model->config;
     lm.ctx = o.ctx > 0 ? o.ctx : std::min(c.ctx_train, 4096);
     KVConfig kc;

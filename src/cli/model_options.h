@@ -17,7 +17,18 @@ struct ModelOptions {
     int ctx = 0;              // 0: the model's training context, capped at 4096
     std::string kv_type = "f32";
     std::string isa;          // force a kernel path: scalar, avx2, avx512
+    std::string rope_scaling; // override the file's RoPE scaling: none, linear, yarn
+    float rope_scale = 0;     // context extension factor for linear / yarn
+    int yarn_orig_ctx = 0;    // YaRN: the context the model was trained with (default: the file's)
 };
+
+// Applies --rope-scaling/--rope-scale/--yarn-orig-ctx to a loaded model's config.
+void apply_rope_overrides(const ModelOptions& o, Model& m);
+// Peak and current resident set size of this process, in bytes (from /proc/self/status).
+struct MemoryUse {
+    int64_t rss = 0, peak_rss = 0;
+};
+MemoryUse memory_use();
 
 void add_model_options(CLI::App& cmd, ModelOptions& o);
 int resolve_threads(int requested);

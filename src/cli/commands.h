@@ -9,6 +9,8 @@ void register_inspect(CLI::App& app);   // cmd_inspect.cpp
 void register_tokenize(CLI::App& app);  // cmd_tokenize.cpp
 CLI::App* register_bench(CLI::App& app);  // cmd_bench.cpp (returns the bench command for its sub-benchmarks)
 void register_bench_tokenize(CLI::App& bench);  // bench_tokenize.cpp
+void register_bench_runtime(CLI::App& bench);   // bench_runtime.cpp
+void register_bench_edit(CLI::App& bench);      // bench_edit.cpp
 void register_run(CLI::App& app);       // cmd_run.cpp
 void register_quantize(CLI::App& app);  // cmd_quantize.cpp
 void register_mkmodel(CLI::App& app);   // cmd_mkmodel.cpp

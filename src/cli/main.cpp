@@ -30,6 +30,8 @@ int main(int argc, char** argv) {
     register_mkmodel(app);
     CLI::App* bench = register_bench(app);
     register_bench_tokenize(*bench);
+    register_bench_runtime(*bench);
+    register_bench_edit(*bench);
     try {
         app.parse(argc, argv);
     } catch (const CLI::RuntimeError& e) {

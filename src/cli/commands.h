@@ -14,6 +14,7 @@ void register_bench_edit(CLI::App& bench);      // bench_edit.cpp
 void register_run(CLI::App& app);       // cmd_run.cpp
 void register_quantize(CLI::App& app);  // cmd_quantize.cpp
 void register_mkmodel(CLI::App& app);   // cmd_mkmodel.cpp
+void register_serve(CLI::App& app);     // cmd_serve.cpp
 
 // The model flint uses when none is given: ../shared/models/stories260K.gguf next to the source tree,
 // or beside the working directory.

@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
     register_tokenize(app);
     register_quantize(app);
     register_mkmodel(app);
+    register_serve(app);
     CLI::App* bench = register_bench(app);
     register_bench_tokenize(*bench);
     register_bench_runtime(*bench);

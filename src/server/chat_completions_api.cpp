@@ -1,0 +1,198 @@
+#include "server/chat_completions_api.h"
+
+#include "server/errors.h"
+#include "server/json_fields.h"
+#include "server/responses_api.h"
+
+namespace flint::server {
+namespace {
+
+std::string message_text(const json& content, const std::string& param) {
+    if (content.is_null()) return "";
+    if (content.is_string()) return content.get<std::string>();
+    if (!content.is_array()) wrong_type(param, "a string or an array of content parts");
+    std::string text;
+    for (size_t i = 0; i < content.size(); ++i) {
+        const json& part = content[i];
+        std::string p = param + "[" + std::to_string(i) + "]";
+        if (!part.is_object()) wrong_type(p, "an object");
+        std::string type = opt_string(part, "type", p + ".type").value_or("text");
+        if (type != "text") throw bad_request("Content part type '" + type + "' is not supported by this server (text only).", p + ".type");
+        text += opt_string(part, "text", p + ".text").value_or("");
+    }
+    return text;
+}
+
+void parse_params(const json& body, CompletionParams& p, int64_t default_max) {
+    p.model = opt_string(body, "model", "model").value_or("");
+    p.stream = opt_bool(body, "stream", "stream").value_or(false);
+    if (const json* so = field(body, "stream_options")) {
+        if (!so->is_object()) wrong_type("stream_options", "an object");
+        p.include_usage = opt_bool(*so, "include_usage", "stream_options.include_usage").value_or(false);
+    }
+    p.max_tokens = opt_int(body, "max_completion_tokens", "max_completion_tokens", 1, 1 << 24);
+    if (!p.max_tokens) p.max_tokens = opt_int(body, "max_tokens", "max_tokens", 1, 1 << 24);
+    if (!p.max_tokens && default_max > 0) p.max_tokens = default_max;
+    p.temperature = opt_number(body, "temperature", "temperature", 0, 2);
+    p.top_p = opt_number(body, "top_p", "top_p", 0, 1);
+    p.presence_penalty = opt_number(body, "presence_penalty", "presence_penalty", -2, 2);
+    p.frequency_penalty = opt_number(body, "frequency_penalty", "frequency_penalty", -2, 2);
+    if (auto s = opt_int(body, "seed", "seed", INT64_MIN, INT64_MAX)) p.seed = static_cast<uint64_t>(*s);
+    if (const json* st = field(body, "stop")) {
+        if (st->is_string()) p.stop.push_back(st->get<std::string>());
+        else if (st->is_array()) {
+            if (st->size() > 4) throw bad_request("Invalid 'stop': at most 4 sequences.", "stop", "invalid_value");
+            for (size_t i = 0; i < st->size(); ++i) {
+                if (!(*st)[i].is_string()) wrong_type("stop[" + std::to_string(i) + "]", "a string");
+                p.stop.push_back((*st)[i].get<std::string>());
+            }
+        } else {
+            wrong_type("stop", "a string or an array of strings");
+        }
+    }
+    if (auto n = opt_int(body, "n", "n", 1, 128); n && *n != 1)
+        throw bad_request("Invalid 'n': this server generates one choice per request (n = 1).", "n", "invalid_value");
+    p.prediction = parse_prediction(body);
+}
+
+}  // namespace
+
+ChatRequest parse_chat_request(const json& body) {
+    ChatRequest r;
+    parse_params(body, r.p, 0);
+    if (const json* lp = field(body, "logprobs")) {
+        if (!lp->is_boolean()) wrong_type("logprobs", "a boolean");
+        r.p.logprobs = lp->get<bool>();
+    }
+    r.p.top_logprobs = static_cast<int>(opt_int(body, "top_logprobs", "top_logprobs", 0, 20).value_or(0));
+    const json* msgs = field(body, "messages");
+    if (!msgs) throw bad_request("Missing required parameter: 'messages'.", "messages", "missing_required_parameter");
+    if (!msgs->is_array()) wrong_type("messages", "an array");
+    if (msgs->empty()) throw bad_request("Invalid 'messages': empty array. Expected at least one message.", "messages", "empty_array");
+    for (size_t i = 0; i < msgs->size(); ++i) {
+        const json& m = (*msgs)[i];
+        std::string param = "messages[" + std::to_string(i) + "]";
+        if (!m.is_object()) wrong_type(param, "an object");
+        auto role = opt_string(m, "role", param + ".role");
+        if (!role) throw bad_request("Missing required parameter: '" + param + ".role'.", param + ".role", "missing_required_parameter");
+        const json* c = field(m, "content");
+        std::string text = c ? message_text(*c, param + ".content") : "";
+        if (*role == "tool") {
+            InputItem it;
+            it.kind = InputItem::Kind::FunctionCallOutput;
+            it.call_id = opt_string(m, "tool_call_id", param + ".tool_call_id").value_or("");
+            it.output = text;
+            r.messages.push_back(std::move(it));
+            continue;
+        }
+        if (*role != "system" && *role != "developer" && *role != "user" && *role != "assistant")
+            throw bad_request("Invalid value for '" + param + ".role': '" + *role + "'.", param + ".role", "invalid_value");
+        if (!text.empty() || *role != "assistant" || !field(m, "tool_calls"))
+            r.messages.push_back(InputItem::message(*role, text));
+        if (const json* tcs = field(m, "tool_calls")) {
+            if (!tcs->is_array()) wrong_type(param + ".tool_calls", "an array");
+            for (const json& tc : *tcs) {
+                if (!tc.is_object() || !tc.contains("function") || !tc["function"].is_object())
+                    wrong_type(param + ".tool_calls", "an array of {id, type, function}");
+                InputItem it;
+                it.kind = InputItem::Kind::FunctionCall;
+                it.call_id = tc.value("id", "");
+                it.name = tc["function"].value("name", "");
+                it.arguments = tc["function"].value("arguments", "{}");
+                r.messages.push_back(std::move(it));
+            }
+        }
+    }
+    if (const json* t = field(body, "tools")) {
+        if (!t->is_array()) wrong_type("tools", "an array");
+        r.tools = *t;
+    }
+    if (const json* tc = field(body, "tool_choice")) r.tool_choice = *tc;
+    return r;
+}
+
+CompletionRequest parse_completion_request(const json& body) {
+    CompletionRequest r;
+    parse_params(body, r.p, 16);  // the legacy endpoint's documented default
+    if (const json* lp = field(body, "logprobs")) {
+        if (!lp->is_number_integer()) wrong_type("logprobs", "an integer");
+        r.p.top_logprobs = std::clamp(lp->get<int>(), 0, 5);
+        r.p.logprobs = true;
+    }
+    const json* pr = field(body, "prompt");
+    if (!pr) r.prompt = "";
+    else if (pr->is_string()) r.prompt = pr->get<std::string>();
+    else if (pr->is_array() && pr->size() == 1 && (*pr)[0].is_string()) r.prompt = (*pr)[0].get<std::string>();
+    else if (pr->is_array()) throw bad_request("Invalid 'prompt': this server takes one prompt per request.", "prompt", "invalid_value");
+    else wrong_type("prompt", "a string");
+    r.suffix = opt_string(body, "suffix", "suffix");
+    r.echo = opt_bool(body, "echo", "echo").value_or(false);
+    return r;
+}
+
+json chat_usage(const Usage& u) {
+    return {{"prompt_tokens", u.prompt_tokens},
+            {"completion_tokens", u.completion_tokens},
+            {"total_tokens", u.prompt_tokens + u.completion_tokens},
+            {"prompt_tokens_details", {{"cached_tokens", u.cached_tokens}}},
+            {"completion_tokens_details",
+             {{"reasoning_tokens", 0},
+              {"accepted_prediction_tokens", u.accepted_prediction_tokens},
+              {"rejected_prediction_tokens", u.rejected_prediction_tokens}}}};
+}
+
+std::string finish_reason_string(FinishReason f, bool tool_calls) {
+    if (tool_calls) return "tool_calls";
+    if (f == FinishReason::Length || f == FinishReason::ContextFull) return "length";
+    return "stop";
+}
+
+json chat_completion_object(const std::string& id, const std::string& model, int64_t created, const std::string& content,
+                            const json& tool_calls, const std::string& finish_reason, const Usage& u, const json& logprobs) {
+    json msg = {{"role", "assistant"}, {"content", content}, {"refusal", nullptr}};
+    if (tool_calls.is_array() && !tool_calls.empty()) msg["tool_calls"] = tool_calls;
+    return {{"id", id},
+            {"object", "chat.completion"},
+            {"created", created},
+            {"model", model},
+            {"system_fingerprint", "flint"},
+            {"choices", json::array({{{"index", 0}, {"message", msg}, {"logprobs", logprobs}, {"finish_reason", finish_reason}}})},
+            {"usage", chat_usage(u)}};
+}
+
+json chat_chunk(const std::string& id, const std::string& model, int64_t created, const json& delta, const json& finish_reason,
+                const json& logprobs) {
+    return {{"id", id},
+            {"object", "chat.completion.chunk"},
+            {"created", created},
+            {"model", model},
+            {"system_fingerprint", "flint"},
+            {"choices", json::array({{{"index", 0}, {"delta", delta}, {"logprobs", logprobs}, {"finish_reason", finish_reason}}})}};
+}
+
+json chat_usage_chunk(const std::string& id, const std::string& model, int64_t created, const Usage& u) {
+    return {{"id", id}, {"object", "chat.completion.chunk"}, {"created", created}, {"model", model},
+            {"system_fingerprint", "flint"}, {"choices", json::array()}, {"usage", chat_usage(u)}};
+}
+
+json completion_object(const std::string& id, const std::string& model, int64_t created, const std::string& text,
+                       const std::string& finish_reason, const Usage& u) {
+    json usage = chat_usage(u);
+    return {{"id", id},
+            {"object", "text_completion"},
+            {"created", created},
+            {"model", model},
+            {"choices", json::array({{{"index", 0}, {"text", text}, {"logprobs", nullptr}, {"finish_reason", finish_reason}}})},
+            {"usage", usage}};
+}
+
+json completion_chunk(const std::string& id, const std::string& model, int64_t created, const std::string& text,
+                      const json& finish_reason) {
+    return {{"id", id},
+            {"object", "text_completion"},
+            {"created", created},
+            {"model", model},
+            {"choices", json::array({{{"index", 0}, {"text", text}, {"logprobs", nullptr}, {"finish_reason", finish_reason}}})}};
+}
+
+}  // namespace flint::server

@@ -1,0 +1,63 @@
+// flint/server/chat_completions_api.h — POST /v1/chat/completions and the legacy POST /v1/completions
+// at the edge: request JSON → native structs, and the completion / chunk objects (PROTOCOL.md §4).
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/request.h"
+#include "server/conversation.h"
+
+namespace flint::server {
+
+using json = nlohmann::json;
+
+// Sampling and limits shared by both endpoints.
+struct CompletionParams {
+    std::string model;
+    bool stream = false;
+    bool include_usage = false;
+    std::optional<int64_t> max_tokens;
+    std::optional<double> temperature, top_p, presence_penalty, frequency_penalty;
+    std::optional<uint64_t> seed;
+    std::vector<std::string> stop;
+    bool logprobs = false;
+    int top_logprobs = 0;
+    std::optional<std::string> prediction;
+};
+
+struct ChatRequest {
+    CompletionParams p;
+    std::vector<InputItem> messages;  // system messages included, in order
+    json tools = nullptr;
+    json tool_choice = "auto";
+};
+ChatRequest parse_chat_request(const json& body);
+
+struct CompletionRequest {
+    CompletionParams p;
+    std::string prompt;
+    std::optional<std::string> suffix;  // fill-in-the-middle when present
+    bool echo = false;
+};
+CompletionRequest parse_completion_request(const json& body);
+
+json chat_usage(const Usage& u);
+// "stop" | "length" | "tool_calls" (and "stop" for a cancelled stream, which has no better name).
+std::string finish_reason_string(FinishReason f, bool tool_calls);
+
+// Chat objects. `tool_calls` (may be empty) are in the Chat shape [{id,type,function:{name,arguments}}].
+json chat_completion_object(const std::string& id, const std::string& model, int64_t created, const std::string& content,
+                            const json& tool_calls, const std::string& finish_reason, const Usage& u, const json& logprobs);
+json chat_chunk(const std::string& id, const std::string& model, int64_t created, const json& delta,
+                const json& finish_reason, const json& logprobs);
+json chat_usage_chunk(const std::string& id, const std::string& model, int64_t created, const Usage& u);
+
+json completion_object(const std::string& id, const std::string& model, int64_t created, const std::string& text,
+                       const std::string& finish_reason, const Usage& u);
+json completion_chunk(const std::string& id, const std::string& model, int64_t created, const std::string& text,
+                      const json& finish_reason);
+
+}  // namespace flint::server

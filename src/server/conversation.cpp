@@ -1,0 +1,177 @@
+#include "server/conversation.h"
+
+#include "server/errors.h"
+#include "server/model_registry.h"
+#include "util/error.h"
+
+namespace flint::server {
+namespace {
+
+constexpr const char* kToolOpen = "<tool_call>";
+constexpr const char* kToolClose = "</tool_call>";
+
+std::string tool_call_text(const InputItem& it) {
+    nlohmann::json args = nlohmann::json::parse(it.arguments, nullptr, false);
+    nlohmann::json call = {{"name", it.name}, {"arguments", args.is_discarded() ? nlohmann::json(it.arguments) : args}};
+    return std::string(kToolOpen) + "\n" + call.dump() + "\n" + kToolClose;
+}
+
+// Items → chat messages: function calls join the assistant turn they belong to, function outputs become
+// one user turn of <tool_response> blocks (Qwen2.5's convention).
+std::vector<ChatMessage> to_messages(std::span<const InputItem> items) {
+    std::vector<ChatMessage> out;
+    auto last_is = [&](const char* role) { return !out.empty() && out.back().role == role; };
+    bool last_was_output = false;
+    for (const InputItem& it : items) {
+        switch (it.kind) {
+        case InputItem::Kind::Message:
+            out.push_back({it.role == "developer" ? "system" : it.role, it.text});
+            last_was_output = false;
+            break;
+        case InputItem::Kind::FunctionCall:
+            if (last_is("assistant")) {
+                if (!out.back().content.empty()) out.back().content += "\n";
+                out.back().content += tool_call_text(it);
+            } else {
+                out.push_back({"assistant", tool_call_text(it)});
+            }
+            last_was_output = false;
+            break;
+        case InputItem::Kind::FunctionCallOutput: {
+            std::string block = std::string("<tool_response>\n").append(it.output).append("\n</tool_response>");
+            if (last_was_output) out.back().content.append("\n").append(block);
+            else out.push_back({"user", block});
+            last_was_output = true;
+            break;
+        }
+        }
+    }
+    return out;
+}
+
+// What the format writes after an assistant message's text (ChatML: "<|im_end|>\n"): appended to a
+// previous response's tokens before the next turn, so the continuation reads as the template would.
+std::string end_of_assistant_turn(ChatFormat f) {
+    const std::string mark = "\x01\x02";
+    std::vector<ChatMessage> msgs = {{"user", "u"}, {"assistant", mark}};
+    std::string s = apply_chat_template(f, msgs, false, "");
+    auto pos = s.rfind(mark);
+    return pos == std::string::npos ? std::string() : s.substr(pos + mark.size());
+}
+
+std::string plain_text(const std::optional<std::string>& instructions, std::span<const InputItem> items) {
+    std::string text;
+    auto add = [&](const std::string& s) {
+        if (s.empty()) return;
+        if (!text.empty()) text += "\n";
+        text += s;
+    };
+    if (instructions) add(*instructions);
+    for (const InputItem& it : items) {
+        if (it.kind == InputItem::Kind::Message) add(it.text);
+        else if (it.kind == InputItem::Kind::FunctionCall) add(it.name + "(" + it.arguments + ")");
+        else add(it.output);
+    }
+    return text;
+}
+
+}  // namespace
+
+std::string render_tools(const nlohmann::json& tools) {
+    if (!tools.is_array() || tools.empty()) return "";
+    std::string lines;
+    for (const auto& t : tools) {
+        if (!t.is_object() || t.value("type", "") != "function") continue;
+        // Responses tools are flat {type,name,description,parameters}; Chat tools nest under "function".
+        const nlohmann::json& f = t.contains("function") ? t["function"] : t;
+        nlohmann::json sig = {{"type", "function"},
+                              {"function", {{"name", f.value("name", "")}, {"description", f.value("description", "")},
+                                            {"parameters", f.value("parameters", nlohmann::json::object())}}}};
+        lines.append("\n").append(sig.dump());
+    }
+    if (lines.empty()) return "";
+    return "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
+           "You are provided with function signatures within <tools></tools> XML tags:\n<tools>" +
+           lines +
+           "\n</tools>\n\nFor each function call, return a json object with function name and arguments within "
+           "<tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": <args-json-object>}\n"
+           "</tool_call>";
+}
+
+std::vector<int32_t> build_prompt(const ModelEntry& m, const PromptParts& p, const History* previous) {
+    const Tokenizer& tok = *m.tokenizer;
+    std::vector<int32_t> tokens;
+    bool continuing = previous && !previous->tokens.empty();
+    if (continuing) {
+        tokens = previous->tokens;
+        // The end-of-turn token the model generated was never forwarded (no KV); the template's own
+        // end-of-turn text below puts the same token back.
+        if (m.chat_format && tok.is_eog(tokens.back())) tokens.pop_back();
+    }
+    try {
+        if (!m.chat_format) {
+            std::string text = plain_text(p.instructions, p.items);
+            if (continuing) {
+                std::vector<int32_t> delta = tok.encode(std::string("\n").append(text), false, false);
+                tokens.insert(tokens.end(), delta.begin(), delta.end());
+            } else {
+                tokens = tok.encode(text, tok.add_bos(), false);
+            }
+            return tokens;
+        }
+        std::vector<ChatMessage> msgs = to_messages(p.items);
+        std::string tools_block = p.tools ? render_tools(*p.tools) : "";
+        bool new_instructions = p.instructions && !p.instructions->empty() &&
+                                (!continuing || previous->instructions != p.instructions);
+        if (!continuing) {
+            // The system turn: instructions, else the conversation's own system message, else the
+            // template's default; tool signatures go at its end.
+            std::string system = p.instructions.value_or("");
+            if (system.empty() && !msgs.empty() && msgs.front().role == "system") {
+                system = msgs.front().content;
+                msgs.erase(msgs.begin());
+            } else if (system.empty()) {
+                system = m.default_system;
+            }
+            if (!tools_block.empty()) system.append(system.empty() ? "" : "\n\n").append(tools_block);
+            if (!system.empty()) msgs.insert(msgs.begin(), {"system", system});
+            std::string text = apply_chat_template(*m.chat_format, msgs, true, "");
+            return tok.encode(text, tok.add_bos(), true);
+        }
+        if (new_instructions) msgs.insert(msgs.begin(), {"system", *p.instructions});
+        std::string text = end_of_assistant_turn(*m.chat_format) + apply_chat_template(*m.chat_format, msgs, true, "");
+        std::vector<int32_t> delta = tok.encode(text, false, true);
+        tokens.insert(tokens.end(), delta.begin(), delta.end());
+        return tokens;
+    } catch (const Error& e) {
+        throw bad_request(std::string("cannot build the prompt: ") + e.what(), "input");
+    }
+}
+
+ParsedOutput parse_tool_calls(const std::string& text) {
+    ParsedOutput out;
+    size_t pos = text.find(kToolOpen);
+    if (pos == std::string::npos) {
+        out.text = text;
+        return out;
+    }
+    out.text = text.substr(0, pos);
+    while (pos != std::string::npos) {
+        size_t body = pos + std::string(kToolOpen).size();
+        size_t end = text.find(kToolClose, body);
+        std::string inner = text.substr(body, end == std::string::npos ? std::string::npos : end - body);
+        nlohmann::json call = nlohmann::json::parse(inner, nullptr, false);
+        if (call.is_object() && call.contains("name") && call["name"].is_string()) {
+            nlohmann::json args = call.value("arguments", nlohmann::json::object());
+            out.calls.push_back({call["name"].get<std::string>(), args.is_string() ? args.get<std::string>() : args.dump()});
+        } else {
+            // Not a call the client could execute: keep it as text rather than dropping what the model wrote.
+            out.text += text.substr(pos, end == std::string::npos ? std::string::npos : end + std::string(kToolClose).size() - pos);
+        }
+        if (end == std::string::npos) break;
+        pos = text.find(kToolOpen, end);
+    }
+    return out;
+}
+
+}  // namespace flint::server

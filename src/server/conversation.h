@@ -1,0 +1,75 @@
+// flint/server/conversation.h — where a conversation becomes prompt tokens.
+//
+// Items (Responses input items, or Chat Completions messages converted to items) are rendered with the
+// model's chat format, then encoded. A continuation (previous_response_id) never re-tokenises earlier
+// turns: its prompt is the previous response's exact token history (prompt + generated tokens, so the
+// runtime's prefix cache finds all of it) followed by the tokens of the newly rendered turns only.
+//
+// Models without a chat template (stories260K) use the plain-text fallback: the message texts joined with
+// "\n", no role markers, BOS added — the model simply continues the text. Documented in README (API).
+//
+// Function tools follow Qwen2.5's convention: tool signatures in the system message inside <tools>,
+// calls written by the model as <tool_call>{"name":…,"arguments":…}</tool_call>, results fed back as a
+// user turn wrapped in <tool_response>.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace flint::server {
+
+struct ModelEntry;
+
+struct InputItem {
+    enum class Kind { Message, FunctionCall, FunctionCallOutput };
+    Kind kind = Kind::Message;
+    std::string role;       // message: system | developer | user | assistant
+    std::string text;       // message: its text parts joined
+    std::string call_id;    // function_call, function_call_output
+    std::string name;       // function_call
+    std::string arguments;  // function_call (JSON text)
+    std::string output;     // function_call_output
+
+    static InputItem message(std::string role, std::string text) {
+        InputItem it;
+        it.role = std::move(role);
+        it.text = std::move(text);
+        return it;
+    }
+};
+
+// What a continuation needs from the response it continues.
+struct History {
+    std::string model;
+    std::vector<int32_t> tokens;               // prompt + output of that response
+    std::optional<std::string> instructions;   // to avoid repeating identical instructions
+};
+
+struct PromptParts {
+    std::optional<std::string> instructions;
+    std::span<const InputItem> items;
+    const nlohmann::json* tools = nullptr;     // array of function tools, or null
+};
+
+// The prompt tokens. Throws ApiError for an unusable conversation.
+std::vector<int32_t> build_prompt(const ModelEntry& m, const PromptParts& p, const History* previous);
+
+// The <tools> system block for a tools array (empty when there are no function tools).
+std::string render_tools(const nlohmann::json& tools);
+
+// Tool calls parsed out of generated text: the text before the first <tool_call>, and each call.
+struct ParsedToolCall {
+    std::string name;
+    std::string arguments;  // JSON text
+};
+struct ParsedOutput {
+    std::string text;
+    std::vector<ParsedToolCall> calls;
+};
+ParsedOutput parse_tool_calls(const std::string& text);
+
+}  // namespace flint::server

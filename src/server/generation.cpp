@@ -1,0 +1,176 @@
+#include "server/generation.h"
+
+#include <chrono>
+#include <cstdio>
+#include <random>
+
+#include "server/errors.h"
+#include "server/state.h"
+#include "tokenizer/fim.h"
+
+namespace flint::server {
+namespace {
+
+constexpr size_t kCacheEntries = 8;
+
+int64_t now_s() {
+    return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+uint64_t random_seed() {
+    thread_local std::mt19937_64 rng{std::random_device{}()};
+    return rng();
+}
+
+ApiError context_error(size_t n, int ctx) {
+    return bad_request("Your input is " + std::to_string(n) + " tokens; this model's context window is " + std::to_string(ctx) +
+                           " tokens.",
+                       "input", "context_length_exceeded");
+}
+
+// Output budget: what the client asked for, capped by what the context has left.
+int output_budget(const ModelEntry& m, size_t prompt, std::optional<int64_t> requested) {
+    int64_t left = static_cast<int64_t>(m.ctx) - static_cast<int64_t>(prompt);
+    return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(left, requested.value_or(left))));
+}
+
+void set_sampling(GenerationRequest& g, std::optional<double> temperature, std::optional<double> top_p, std::optional<uint64_t> seed) {
+    g.sampling.temperature = static_cast<float>(temperature.value_or(1.0));
+    g.sampling.top_p = static_cast<float>(top_p.value_or(1.0));
+    g.sampling.seed = seed.value_or(random_seed());
+}
+
+std::vector<int32_t> prediction_tokens(const ModelEntry& m, const std::optional<std::string>& p) {
+    if (!p || p->empty()) return {};
+    return m.tokenizer->encode(*p, false, false);
+}
+
+}  // namespace
+
+void ConnectionCache::put(const std::string& id, History h) {
+    entries_.emplace_back(id, std::move(h));
+    while (entries_.size() > kCacheEntries) entries_.pop_front();
+}
+
+const History* ConnectionCache::find(const std::string& id) const {
+    for (auto it = entries_.rbegin(); it != entries_.rend(); ++it)
+        if (it->first == id) return &it->second;
+    return nullptr;
+}
+
+ModelEntry& resolve_model(ServerState& st, const std::string& name, const ApiKey* key) {
+    ModelEntry* m = st.models.find(name);
+    if (!m) {
+        if (name.empty()) throw bad_request("Missing required parameter: 'model'.", "model", "missing_required_parameter");
+        throw not_found("The model '" + name + "' does not exist on this server (GET /v1/models lists them).", "model",
+                        "model_not_found");
+    }
+    st.auth.check_model(key, m->name);
+    return *m;
+}
+
+PreparedResponse prepare_response(ServerState& st, ResponsesRequest req, const ApiKey* key, const ConnectionCache* cache) {
+    PreparedResponse p;
+    std::optional<History> previous;
+    if (!req.previous_response_id.empty()) {
+        if (const History* h = cache ? cache->find(req.previous_response_id) : nullptr) previous = *h;
+        else if (auto s = st.get(req.previous_response_id)) previous = std::move(s->history);
+        if (!previous)
+            throw bad_request("Previous response with id '" + req.previous_response_id + "' not found.", "previous_response_id",
+                              "previous_response_not_found");
+        // A continuation runs on the model that holds its history, unless the client names another one.
+        if (req.model.empty()) req.model = previous->model;
+    }
+    ModelEntry& m = resolve_model(st, req.model, key);
+    if (previous && previous->model != m.name)
+        throw bad_request("Response '" + req.previous_response_id + "' was made by model '" + previous->model +
+                              "'; it cannot be continued with '" + m.name + "'.",
+                          "previous_response_id");
+    p.model = &m;
+    std::vector<InputItem> items = req.input;
+    PromptParts parts{req.instructions, items, &req.tools};
+    std::vector<int32_t> prompt = build_prompt(m, parts, previous ? &*previous : nullptr);
+    // truncation "auto": drop the oldest items (never the last) until the prompt fits.
+    while (req.truncation == "auto" && static_cast<int>(prompt.size()) >= m.ctx && items.size() > 1) {
+        items.erase(items.begin());
+        parts.items = items;
+        prompt = build_prompt(m, parts, previous ? &*previous : nullptr);
+    }
+    if (static_cast<int>(prompt.size()) >= m.ctx) throw context_error(prompt.size(), m.ctx);
+    if (prompt.empty()) throw bad_request("The input is empty and the model adds no BOS token: nothing to continue.", "input");
+    p.gen.prompt = std::move(prompt);
+    p.gen.max_tokens = output_budget(m, p.gen.prompt.size(), req.max_output_tokens);
+    set_sampling(p.gen, req.temperature, req.top_p, req.seed);
+    if (req.top_logprobs > 0) {
+        p.gen.sampling.logprobs = true;
+        p.gen.sampling.top_logprobs = req.top_logprobs;
+    }
+    p.gen.generate = req.generate;
+    p.gen.priority = req.service_tier == "flex" ? Priority::Background : Priority::Interactive;
+    p.gen.prediction = prediction_tokens(m, req.prediction);
+    p.rec.id = make_id("resp_");
+    p.gen.tag = p.rec.id;
+    p.rec.created_at = now_s();
+    p.rec.model = m.name;
+    p.rec.req = std::move(req);
+    p.rec.req.model = m.name;
+    return p;
+}
+
+PreparedCompletion prepare_chat(ServerState& st, const ChatRequest& req, const ApiKey* key) {
+    PreparedCompletion p;
+    ModelEntry& m = resolve_model(st, req.p.model, key);
+    p.model = &m;
+    PromptParts parts{std::nullopt, req.messages, req.tools.is_array() ? &req.tools : nullptr};
+    p.gen.prompt = build_prompt(m, parts, nullptr);
+    if (static_cast<int>(p.gen.prompt.size()) >= m.ctx) throw context_error(p.gen.prompt.size(), m.ctx);
+    p.gen.max_tokens = output_budget(m, p.gen.prompt.size(), req.p.max_tokens);
+    set_sampling(p.gen, req.p.temperature, req.p.top_p, req.p.seed);
+    p.gen.sampling.presence_penalty = static_cast<float>(req.p.presence_penalty.value_or(0));
+    p.gen.sampling.frequency_penalty = static_cast<float>(req.p.frequency_penalty.value_or(0));
+    p.gen.sampling.logprobs = req.p.logprobs;
+    p.gen.sampling.top_logprobs = req.p.logprobs ? req.p.top_logprobs : 0;
+    p.gen.stop = req.p.stop;
+    p.gen.prediction = prediction_tokens(m, req.p.prediction);
+    return p;
+}
+
+PreparedCompletion prepare_completion(ServerState& st, const CompletionRequest& req, const ApiKey* key) {
+    PreparedCompletion p;
+    ModelEntry& m = resolve_model(st, req.p.model, key);
+    p.model = &m;
+    const Tokenizer& tok = *m.tokenizer;
+    if (req.suffix) {
+        if (!has_fim(tok))
+            throw bad_request("Model '" + m.name + "' has no fill-in-the-middle tokens; 'suffix' needs a FIM model.", "suffix",
+                              "unsupported_parameter");
+        p.gen.prompt = fim_tokens(tok, req.prompt, *req.suffix);
+    } else {
+        p.gen.prompt = tok.encode(req.prompt, tok.add_bos(), false);
+    }
+    if (p.gen.prompt.empty()) throw bad_request("The prompt is empty and the model adds no BOS token.", "prompt");
+    if (static_cast<int>(p.gen.prompt.size()) >= m.ctx) throw context_error(p.gen.prompt.size(), m.ctx);
+    p.gen.max_tokens = output_budget(m, p.gen.prompt.size(), req.p.max_tokens);
+    set_sampling(p.gen, req.p.temperature, req.p.top_p, req.p.seed);
+    p.gen.sampling.presence_penalty = static_cast<float>(req.p.presence_penalty.value_or(0));
+    p.gen.sampling.frequency_penalty = static_cast<float>(req.p.frequency_penalty.value_or(0));
+    p.gen.stop = req.p.stop;
+    p.gen.prediction = prediction_tokens(m, req.p.prediction);
+    return p;
+}
+
+void account(ServerState& st, const ApiKey* key, const Usage& u) {
+    st.metrics.prompt_tokens += u.prompt_tokens;
+    st.metrics.cached_tokens += u.cached_tokens;
+    st.metrics.completion_tokens += u.completion_tokens;
+    st.limits.charge_tokens(key ? key->key : "", u.prompt_tokens + u.completion_tokens);
+}
+
+std::string server_timing(const Timings& t, double parse_ms) {
+    char buf[256];
+    std::snprintf(buf, sizeof buf, "parse;dur=%.3f, queue;dur=%.3f, prefill;dur=%.3f, ttft;dur=%.3f, decode;dur=%.3f, total;dur=%.3f",
+                  parse_ms, t.queued_ms, t.prefill_ms, t.first_token_ms, t.decode_ms, t.total_ms);
+    return buf;
+}
+
+}  // namespace flint::server

@@ -1,0 +1,59 @@
+// flint/server/generation.h — request structs → what the engine runs (GenerationRequest), transport-free.
+//
+// Shared by the HTTP and WebSocket sessions: model lookup and key checks, the prompt (conversation.h),
+// sampling defaults, context-length checks, and where a continuation's history comes from.
+#pragma once
+#include <deque>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "runtime/request.h"
+#include "server/chat_completions_api.h"
+#include "server/conversation.h"
+#include "server/responses_api.h"
+
+namespace flint::server {
+
+struct ServerState;
+struct ModelEntry;
+struct ApiKey;
+
+// Per WebSocket connection: the most recent responses' token histories (also for store:false), so a
+// continuation needs neither the store nor re-tokenisation. Small: clients chain from the latest turn.
+class ConnectionCache {
+public:
+    void put(const std::string& id, History h);
+    const History* find(const std::string& id) const;
+
+private:
+    std::deque<std::pair<std::string, History>> entries_;  // most recent last
+};
+
+struct PreparedResponse {
+    ModelEntry* model = nullptr;
+    ResponseRecord rec;
+    GenerationRequest gen;
+};
+
+// Throws ApiError: unknown model (404 model_not_found), key not allowed (403), previous response not found
+// (400 previous_response_not_found), context too long (400 context_length_exceeded), bad input (400).
+PreparedResponse prepare_response(ServerState& st, ResponsesRequest req, const ApiKey* key, const ConnectionCache* cache);
+
+struct PreparedCompletion {
+    ModelEntry* model = nullptr;
+    GenerationRequest gen;
+};
+PreparedCompletion prepare_chat(ServerState& st, const ChatRequest& req, const ApiKey* key);
+PreparedCompletion prepare_completion(ServerState& st, const CompletionRequest& req, const ApiKey* key);
+
+ModelEntry& resolve_model(ServerState& st, const std::string& name, const ApiKey* key);
+
+// Counts a finished generation in the metrics and the caller's token bucket.
+void account(ServerState& st, const ApiKey* key, const Usage& u);
+
+// The Server-Timing header value for a finished generation (README, "Server-Timing").
+std::string server_timing(const Timings& t, double parse_ms);
+
+}  // namespace flint::server

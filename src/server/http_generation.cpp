@@ -1,0 +1,288 @@
+// The generating HTTP endpoints: POST /v1/responses, /v1/chat/completions, /v1/completions — as one JSON
+// body, or as a Server-Sent Events stream (chunked transfer, one chunk per batch of events, TCP_NODELAY).
+#include <chrono>
+#include <cstdio>
+
+#include "server/event_channel.h"
+#include "server/generation.h"
+#include "server/http_context.h"
+#include "server/json_fields.h"
+#include "server/state.h"
+#include "tokenizer/tokenizer.h"
+
+namespace flint::server {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int64_t now_s() {
+    return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// Queues the request on the engine; engine refusals become protocol errors before anything is written.
+uint64_t submit(Runtime& rt, const GenerationRequest& gen, EventChannel& chan) {
+    try {
+        return rt.submit(gen, chan.callback());
+    } catch (const ContextLengthError& e) {
+        throw bad_request(e.what(), "input", "context_length_exceeded");
+    } catch (const OverloadedError& e) {
+        throw ApiError{503, "server_error", "server_overloaded", "", std::string("The server is overloaded: ") + e.what() +
+                                                                         " Please retry shortly."};
+    }
+}
+
+// Tracks one in-flight generation: live registry (cancel endpoint, GET), in-flight gauge.
+struct InFlight {
+    ServerState& st;
+    std::string id;
+    InFlight(ServerState& s, std::string i, LiveResponse l) : st(s), id(std::move(i)) {
+        ++st.metrics.in_flight;
+        if (!id.empty()) st.add_live(id, std::move(l));
+    }
+    ~InFlight() {
+        --st.metrics.in_flight;
+        if (!id.empty()) st.remove_live(id);
+    }
+};
+
+// The open SSE response: header once, then chunks. A failed write marks the client gone (and cancels).
+struct SseWriter {
+    HttpContext& c;
+    bool gone = false;
+
+    net::awaitable<void> begin() {
+        http::response<http::empty_body> res{http::status::ok, c.req.version()};
+        res.set(http::field::server, "flint");
+        res.set(http::field::content_type, "text/event-stream; charset=utf-8");
+        res.set(http::field::cache_control, "no-cache");
+        res.set("x-request-id", c.request_id);
+        res.set("Server-Timing", "parse;dur=" + std::to_string(c.elapsed_ms()));
+        for (auto& [k, v] : c.headers) res.set(k, v);
+        res.keep_alive(c.keep_alive);
+        res.chunked(true);
+        http::response_serializer<http::empty_body> sr{res};
+        c.closed = true;  // from here on an error cannot become an HTTP error reply
+        c.st.metrics.request(c.endpoint, 200);
+        arm();
+        boost::system::error_code ec;
+        co_await http::async_write_header(c.stream, sr, net::redirect_error(net::use_awaitable, ec));
+        gone = static_cast<bool>(ec);
+    }
+    net::awaitable<void> chunk(const std::string& data) {
+        if (gone || data.empty()) co_return;
+        arm();
+        boost::system::error_code ec;
+        co_await net::async_write(c.stream, http::make_chunk(net::buffer(data)), net::redirect_error(net::use_awaitable, ec));
+        gone = static_cast<bool>(ec);
+    }
+    net::awaitable<void> end() {
+        if (gone) co_return;
+        arm();
+        boost::system::error_code ec;
+        co_await net::async_write(c.stream, http::make_chunk_last(), net::redirect_error(net::use_awaitable, ec));
+        gone = static_cast<bool>(ec);
+        if (!gone) c.closed = !c.keep_alive;  // a finished stream leaves the connection reusable
+    }
+    void arm() {
+        c.stream.expires_after(std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(c.st.cfg.write_timeout_s)));
+    }
+};
+
+std::string sse_events(const std::vector<json>& events) {
+    std::string s;
+    for (const json& e : events) s += "event: " + e["type"].get<std::string>() + "\ndata: " + dump(e) + "\n\n";
+    return s;
+}
+
+void store_if_asked(ServerState& st, const ResponseRecord& rec) {
+    if (!rec.req.store) return;
+    try {
+        st.put(rec);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "flint: warning: could not store %s: %s\n", rec.id.c_str(), e.what());
+    }
+}
+
+}  // namespace
+
+net::awaitable<void> handle_responses_create(HttpContext& c, const json& body) {
+    ResponsesRequest req = parse_responses_request(body);
+    if (!req.generate) throw bad_request("'generate: false' is a WebSocket warm-up; over HTTP omit it.", "generate");
+    PreparedResponse p = prepare_response(c.st, std::move(req), c.key, nullptr);
+    const double parse_ms = c.elapsed_ms();
+    auto chan = std::make_shared<EventChannel>(co_await net::this_coro::executor, c.st.metrics);
+    Runtime& rt = *p.model->runtime;
+    const uint64_t rid = submit(rt, p.gen, *chan);
+    InFlight live(c.st, p.rec.id, LiveResponse{&rt, rid, response_object(p.rec)});
+    ResponseEvents events(p.rec, *p.model->tokenizer);
+    std::vector<json> out;
+    events.start(out);
+    const bool stream = p.rec.req.stream;
+    SseWriter sse{c};
+    if (stream) {
+        co_await sse.begin();
+        co_await sse.chunk(sse_events(out));
+    }
+    Event final_ev;
+    for (bool done = false; !done;) {
+        std::vector<Event> batch = co_await chan->next();
+        out.clear();
+        for (const Event& ev : batch) {
+            if (ev.done) {
+                events.finish(ev, p.gen.prompt, out);
+                final_ev = ev;
+                done = true;
+            } else {
+                events.token(ev, out);
+            }
+        }
+        if (!stream) continue;
+        const bool was_gone = sse.gone;
+        co_await sse.chunk(sse_events(out));
+        if (sse.gone && !was_gone) {
+            rt.cancel(rid);  // keep draining until the engine confirms, so nothing is left running
+            ++c.st.metrics.disconnects;
+        }
+    }
+    account(c.st, c.key, final_ev.usage);
+    store_if_asked(c.st, p.rec);
+    if (stream) co_await sse.end();
+    else co_await write_json(c, 200, response_object(p.rec), server_timing(final_ev.timings, parse_ms));
+}
+
+net::awaitable<void> handle_chat_completions(HttpContext& c, const json& body) {
+    ChatRequest req = parse_chat_request(body);
+    PreparedCompletion p = prepare_chat(c.st, req, c.key);
+    const double parse_ms = c.elapsed_ms();
+    const bool tools = req.tools.is_array() && !req.tools.empty() && req.tool_choice != "none";
+    auto chan = std::make_shared<EventChannel>(co_await net::this_coro::executor, c.st.metrics);
+    Runtime& rt = *p.model->runtime;
+    const uint64_t rid = submit(rt, p.gen, *chan);
+    InFlight live(c.st, "", {});
+    const std::string id = make_id("chatcmpl-");
+    const int64_t created = now_s();
+    const std::string& model = p.model->name;
+    const Tokenizer& tok = *p.model->tokenizer;
+    SseWriter sse{c};
+    auto data = [](const json& j) { return "data: " + dump(j) + "\n\n"; };
+    if (req.p.stream) {
+        co_await sse.begin();
+        // (Braced lists stay out of co_await expressions: GCC 12 miscompiles them in coroutines.)
+        const json role = {{"role", "assistant"}, {"content", ""}};
+        const std::string first = data(chat_chunk(id, model, created, role, nullptr, nullptr));
+        co_await sse.chunk(first);
+    }
+    std::string text;
+    json logprobs = json::array();
+    Event final_ev;
+    for (bool done = false; !done;) {
+        std::vector<Event> batch = co_await chan->next();
+        std::string out;
+        for (const Event& ev : batch) {
+            if (ev.done) {
+                final_ev = ev;
+                done = true;
+            }
+            if (ev.text.empty()) continue;
+            text += ev.text;
+            json lp = nullptr;
+            if (req.p.logprobs && ev.token >= 0) {
+                json e = token_logprobs(tok, ev);
+                logprobs.push_back(e);
+                lp = {{"content", json::array({e})}};
+            }
+            // With tools the text may turn out to be a call: it is sent once parsed, at the end.
+            if (req.p.stream && !tools) out += data(chat_chunk(id, model, created, {{"content", ev.text}}, nullptr, lp));
+        }
+        const bool was_gone = sse.gone;
+        if (req.p.stream) co_await sse.chunk(out);
+        if (sse.gone && !was_gone) {
+            rt.cancel(rid);
+            ++c.st.metrics.disconnects;
+        }
+    }
+    account(c.st, c.key, final_ev.usage);
+    json tool_calls = json::array();
+    if (tools) {
+        ParsedOutput parsed = parse_tool_calls(text);
+        text = parsed.text;
+        for (size_t i = 0; i < parsed.calls.size(); ++i)
+            tool_calls.push_back({{"index", i}, {"id", make_id("call_")}, {"type", "function"},
+                                  {"function", {{"name", parsed.calls[i].name}, {"arguments", parsed.calls[i].arguments}}}});
+    }
+    const std::string finish = finish_reason_string(final_ev.finish, !tool_calls.empty());
+    if (!req.p.stream) {
+        json lp = req.p.logprobs ? json{{"content", logprobs}} : json(nullptr);
+        for (auto& t : tool_calls) t.erase("index");
+        co_await write_json(c, 200, chat_completion_object(id, model, created, text, tool_calls, finish, final_ev.usage, lp),
+                            server_timing(final_ev.timings, parse_ms));
+        co_return;
+    }
+    std::string out;
+    if (tools && !text.empty()) out += data(chat_chunk(id, model, created, {{"content", text}}, nullptr, nullptr));
+    if (!tool_calls.empty()) out += data(chat_chunk(id, model, created, {{"tool_calls", tool_calls}}, nullptr, nullptr));
+    out += data(chat_chunk(id, model, created, json::object(), finish, nullptr));
+    if (req.p.include_usage) out += data(chat_usage_chunk(id, model, created, final_ev.usage));
+    out += "data: [DONE]\n\n";
+    co_await sse.chunk(out);
+    co_await sse.end();
+}
+
+net::awaitable<void> handle_completions(HttpContext& c, const json& body) {
+    CompletionRequest req = parse_completion_request(body);
+    PreparedCompletion p = prepare_completion(c.st, req, c.key);
+    const double parse_ms = c.elapsed_ms();
+    auto chan = std::make_shared<EventChannel>(co_await net::this_coro::executor, c.st.metrics);
+    Runtime& rt = *p.model->runtime;
+    const uint64_t rid = submit(rt, p.gen, *chan);
+    InFlight live(c.st, "", {});
+    const std::string id = make_id("cmpl-");
+    const int64_t created = now_s();
+    const std::string& model = p.model->name;
+    SseWriter sse{c};
+    auto data = [](const json& j) { return "data: " + dump(j) + "\n\n"; };
+    std::string text = req.echo ? req.prompt : "";
+    if (req.p.stream) {
+        co_await sse.begin();
+        if (!text.empty()) co_await sse.chunk(data(completion_chunk(id, model, created, text, nullptr)));
+    }
+    Event final_ev;
+    for (bool done = false; !done;) {
+        std::vector<Event> batch = co_await chan->next();
+        std::string out;
+        for (const Event& ev : batch) {
+            if (ev.done) {
+                final_ev = ev;
+                done = true;
+            }
+            if (ev.text.empty()) continue;
+            text += ev.text;
+            if (req.p.stream) out += data(completion_chunk(id, model, created, ev.text, nullptr));
+        }
+        const bool was_gone = sse.gone;
+        if (req.p.stream) co_await sse.chunk(out);
+        if (sse.gone && !was_gone) {
+            rt.cancel(rid);
+            ++c.st.metrics.disconnects;
+        }
+    }
+    account(c.st, c.key, final_ev.usage);
+    const std::string finish = finish_reason_string(final_ev.finish, false);
+    if (!req.p.stream) {
+        co_await write_json(c, 200, completion_object(id, model, created, text, finish, final_ev.usage),
+                            server_timing(final_ev.timings, parse_ms));
+        co_return;
+    }
+    std::string out = data(completion_chunk(id, model, created, "", finish));
+    if (req.p.include_usage) {
+        json u = completion_chunk(id, model, created, "", nullptr);
+        u["choices"] = json::array();
+        u["usage"] = chat_usage(final_ev.usage);
+        out += data(u);
+    }
+    out += "data: [DONE]\n\n";
+    co_await sse.chunk(out);
+    co_await sse.end();
+}
+
+}  // namespace flint::server

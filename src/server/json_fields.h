@@ -1,0 +1,78 @@
+// flint/server/json_fields.h — typed reads of request fields. A present field of the wrong type is a
+// 400 naming the param; an absent (or null) field leaves the default. Unknown fields are never looked at.
+#pragma once
+#include <cmath>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "server/errors.h"
+
+namespace flint::server {
+
+using json = nlohmann::json;
+
+inline const json* field(const json& obj, const char* key) {
+    auto it = obj.find(key);
+    if (it == obj.end() || it->is_null()) return nullptr;
+    return &*it;
+}
+
+[[noreturn]] inline void wrong_type(const std::string& param, const char* expected) {
+    throw bad_request("Invalid type for '" + param + "': expected " + expected + ".", param, "invalid_type");
+}
+
+inline std::optional<std::string> opt_string(const json& obj, const char* key, const std::string& param) {
+    const json* v = field(obj, key);
+    if (!v) return std::nullopt;
+    if (!v->is_string()) wrong_type(param, "a string");
+    return v->get<std::string>();
+}
+
+inline std::optional<bool> opt_bool(const json& obj, const char* key, const std::string& param) {
+    const json* v = field(obj, key);
+    if (!v) return std::nullopt;
+    if (!v->is_boolean()) wrong_type(param, "a boolean");
+    return v->get<bool>();
+}
+
+inline std::optional<double> opt_number(const json& obj, const char* key, const std::string& param, double lo, double hi) {
+    const json* v = field(obj, key);
+    if (!v) return std::nullopt;
+    if (!v->is_number()) wrong_type(param, "a number");
+    double d = v->get<double>();
+    if (!std::isfinite(d) || d < lo || d > hi)
+        throw bad_request("Invalid '" + param + "': " + std::to_string(d) + " is out of range [" + std::to_string(lo) + ", " +
+                              std::to_string(hi) + "].",
+                          param, "invalid_value");
+    return d;
+}
+
+inline std::optional<int64_t> opt_int(const json& obj, const char* key, const std::string& param, int64_t lo, int64_t hi) {
+    const json* v = field(obj, key);
+    if (!v) return std::nullopt;
+    if (!v->is_number_integer() && !v->is_number_unsigned()) wrong_type(param, "an integer");
+    int64_t i = v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX) ? INT64_MAX : v->get<int64_t>();
+    if (i < lo || i > hi)
+        throw bad_request("Invalid '" + param + "': " + std::to_string(i) + " is out of range [" + std::to_string(lo) + ", " +
+                              std::to_string(hi) + "].",
+                          param, "invalid_value");
+    return i;
+}
+
+// Parses a request body; malformed JSON (including invalid UTF-8 in strings) is a 400.
+inline json parse_body(const std::string& body) {
+    json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded())
+        throw bad_request("We could not parse the JSON body of your request. The body must be valid JSON in UTF-8.", "",
+                          "invalid_json");
+    if (!j.is_object()) throw bad_request("The request body must be a JSON object.", "", "invalid_json");
+    return j;
+}
+
+// JSON text for a client; invalid UTF-8 (which the engine never produces, but user text might carry
+// through) is replaced rather than thrown.
+inline std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+}  // namespace flint::server

@@ -1,0 +1,385 @@
+#include "server/responses_api.h"
+
+#include <chrono>
+
+#include "server/errors.h"
+#include "server/json_fields.h"
+#include "tokenizer/tokenizer.h"
+
+namespace flint::server {
+namespace {
+
+int64_t now_s() {
+    return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// Message content: a string, or parts whose text is joined. Non-text parts are refused, not dropped.
+std::string content_text(const json& content, const std::string& param) {
+    if (content.is_string()) return content.get<std::string>();
+    if (!content.is_array()) wrong_type(param, "a string or an array of content parts");
+    std::string text;
+    for (size_t i = 0; i < content.size(); ++i) {
+        const json& part = content[i];
+        std::string p = param + "[" + std::to_string(i) + "]";
+        if (!part.is_object()) wrong_type(p, "an object");
+        std::string type = opt_string(part, "type", p + ".type").value_or("input_text");
+        if (type != "input_text" && type != "output_text" && type != "text")
+            throw bad_request("Content part type '" + type + "' is not supported by this server (text only).", p + ".type",
+                              "unsupported_content");
+        text += opt_string(part, "text", p + ".text").value_or("");
+    }
+    return text;
+}
+
+InputItem parse_item(const json& item, const std::string& param, bool& skip) {
+    if (!item.is_object()) wrong_type(param, "an object");
+    InputItem it;
+    std::string type = opt_string(item, "type", param + ".type").value_or("message");
+    skip = false;
+    if (type == "message") {
+        it.kind = InputItem::Kind::Message;
+        auto role = opt_string(item, "role", param + ".role");
+        if (!role) throw bad_request("Missing required parameter: '" + param + ".role'.", param + ".role", "missing_required_parameter");
+        if (*role != "user" && *role != "assistant" && *role != "system" && *role != "developer")
+            throw bad_request("Invalid value for '" + param + ".role': '" + *role + "'.", param + ".role", "invalid_value");
+        it.role = *role;
+        const json* c = field(item, "content");
+        it.text = c ? content_text(*c, param + ".content") : "";
+    } else if (type == "function_call") {
+        it.kind = InputItem::Kind::FunctionCall;
+        it.call_id = opt_string(item, "call_id", param + ".call_id").value_or("");
+        it.name = opt_string(item, "name", param + ".name").value_or("");
+        it.arguments = opt_string(item, "arguments", param + ".arguments").value_or("{}");
+    } else if (type == "function_call_output") {
+        it.kind = InputItem::Kind::FunctionCallOutput;
+        it.call_id = opt_string(item, "call_id", param + ".call_id").value_or("");
+        const json* o = field(item, "output");
+        it.output = o ? content_text(*o, param + ".output") : "";
+    } else {
+        skip = true;  // reasoning and other item kinds carry nothing a text model can use
+    }
+    return it;
+}
+
+void parse_input(const json& body, ResponsesRequest& r) {
+    const json* in = field(body, "input");
+    if (!in) return;
+    if (in->is_string()) {
+        r.input.push_back(InputItem::message("user", in->get<std::string>()));
+        r.input_json = json::array({{{"type", "message"}, {"role", "user"},
+                                     {"content", json::array({{{"type", "input_text"}, {"text", *in}}})}}});
+        return;
+    }
+    if (!in->is_array()) wrong_type("input", "a string or an array of items");
+    for (size_t i = 0; i < in->size(); ++i) {
+        bool skip = false;
+        InputItem it = parse_item((*in)[i], "input[" + std::to_string(i) + "]", skip);
+        if (skip) continue;
+        r.input.push_back(std::move(it));
+        r.input_json.push_back((*in)[i]);
+    }
+}
+
+}  // namespace
+
+std::optional<std::string> parse_prediction(const json& body) {
+    const json* p = field(body, "prediction");
+    if (!p) return std::nullopt;
+    if (!p->is_object()) wrong_type("prediction", "an object");
+    std::string type = opt_string(*p, "type", "prediction.type").value_or("content");
+    if (type != "content") throw bad_request("Invalid value for 'prediction.type': only 'content' is supported.", "prediction.type");
+    const json* c = field(*p, "content");
+    if (!c) return std::nullopt;
+    return content_text(*c, "prediction.content");
+}
+
+ResponsesRequest parse_responses_request(const json& body) {
+    ResponsesRequest r;
+    r.model = opt_string(body, "model", "model").value_or("");
+    parse_input(body, r);
+    r.instructions = opt_string(body, "instructions", "instructions");
+    r.previous_response_id = opt_string(body, "previous_response_id", "previous_response_id").value_or("");
+    r.store = opt_bool(body, "store", "store").value_or(true);
+    r.stream = opt_bool(body, "stream", "stream").value_or(false);
+    r.generate = opt_bool(body, "generate", "generate").value_or(true);
+    r.max_output_tokens = opt_int(body, "max_output_tokens", "max_output_tokens", 1, 1 << 24);
+    r.temperature = opt_number(body, "temperature", "temperature", 0, 2);
+    r.top_p = opt_number(body, "top_p", "top_p", 0, 1);
+    r.top_logprobs = static_cast<int>(opt_int(body, "top_logprobs", "top_logprobs", 0, 20).value_or(0));
+    if (auto s = opt_int(body, "seed", "seed", INT64_MIN, INT64_MAX)) r.seed = static_cast<uint64_t>(*s);
+    if (const json* t = field(body, "tools")) {
+        if (!t->is_array()) wrong_type("tools", "an array");
+        for (size_t i = 0; i < t->size(); ++i)
+            if (!(*t)[i].is_object()) wrong_type("tools[" + std::to_string(i) + "]", "an object");
+        r.tools = *t;
+    }
+    if (const json* tc = field(body, "tool_choice")) {
+        if (!tc->is_string() && !tc->is_object()) wrong_type("tool_choice", "a string or an object");
+        r.tool_choice = *tc;
+    }
+    r.parallel_tool_calls = opt_bool(body, "parallel_tool_calls", "parallel_tool_calls").value_or(true);
+    r.truncation = opt_string(body, "truncation", "truncation").value_or("disabled");
+    if (r.truncation != "disabled" && r.truncation != "auto")
+        throw bad_request("Invalid value for 'truncation': expected 'disabled' or 'auto'.", "truncation", "invalid_value");
+    if (const json* m = field(body, "metadata")) {
+        if (!m->is_object()) wrong_type("metadata", "an object");
+        if (m->size() > 16) throw bad_request("Invalid 'metadata': at most 16 pairs.", "metadata", "invalid_value");
+        for (auto& [k, v] : m->items())
+            if (!v.is_string()) wrong_type("metadata." + k, "a string");
+        r.metadata = *m;
+    }
+    r.service_tier = opt_string(body, "service_tier", "service_tier").value_or("auto");
+    if (const json* t = field(body, "text")) {
+        if (!t->is_object()) wrong_type("text", "an object");
+        r.text = *t;
+    }
+    if (const json* t = field(body, "reasoning")) r.reasoning = *t;
+    if (const json* inc = field(body, "include"))
+        if (!inc->is_array()) wrong_type("include", "an array");
+    r.prompt_cache_key = opt_string(body, "prompt_cache_key", "prompt_cache_key").value_or("");
+    r.user = opt_string(body, "user", "user").value_or("");
+    r.prediction = parse_prediction(body);
+    return r;
+}
+
+json responses_usage(const Usage& u) {
+    json out_details = {{"reasoning_tokens", 0}};
+    if (u.accepted_prediction_tokens || u.rejected_prediction_tokens) {
+        out_details["accepted_prediction_tokens"] = u.accepted_prediction_tokens;
+        out_details["rejected_prediction_tokens"] = u.rejected_prediction_tokens;
+    }
+    return {{"input_tokens", u.prompt_tokens},
+            {"input_tokens_details", {{"cached_tokens", u.cached_tokens}}},
+            {"output_tokens", u.completion_tokens},
+            {"output_tokens_details", out_details},
+            {"total_tokens", u.prompt_tokens + u.completion_tokens}};
+}
+
+json response_object(const ResponseRecord& r) {
+    const ResponsesRequest& q = r.req;
+    auto opt = [](const auto& o) { return o ? json(*o) : json(nullptr); };
+    return {{"id", r.id},
+            {"object", "response"},
+            {"created_at", r.created_at},
+            {"completed_at", r.completed_at ? json(r.completed_at) : json(nullptr)},
+            {"status", r.status},
+            {"background", false},
+            {"model", r.model},
+            {"output", r.output},
+            {"usage", r.usage},
+            {"error", r.error},
+            {"incomplete_details", r.incomplete_details},
+            {"previous_response_id", q.previous_response_id.empty() ? json(nullptr) : json(q.previous_response_id)},
+            {"instructions", opt(q.instructions)},
+            {"temperature", q.temperature.value_or(1.0)},
+            {"top_p", q.top_p.value_or(1.0)},
+            {"top_logprobs", q.top_logprobs},
+            {"max_output_tokens", opt(q.max_output_tokens)},
+            {"tools", q.tools},
+            {"tool_choice", q.tool_choice},
+            {"parallel_tool_calls", q.parallel_tool_calls},
+            {"truncation", q.truncation},
+            {"metadata", q.metadata},
+            {"service_tier", q.service_tier},
+            {"text", q.text},
+            {"reasoning", q.reasoning},
+            {"prompt_cache_key", q.prompt_cache_key.empty() ? json(nullptr) : json(q.prompt_cache_key)},
+            {"user", q.user.empty() ? json(nullptr) : json(q.user)},
+            {"store", q.store}};
+}
+
+json input_items_with_ids(const json& items) {
+    json out = json::array();
+    for (json it : items) {
+        if (!it.contains("type")) it["type"] = "message";
+        if (!it.contains("id")) it["id"] = make_id(it["type"] == "message" ? "msg_" : it["type"] == "function_call" ? "fc_" : "fco_");
+        if (it["type"] == "message" && it.contains("content") && it["content"].is_string())
+            it["content"] = json::array({{{"type", "input_text"}, {"text", it["content"]}}});
+        out.push_back(std::move(it));
+    }
+    return out;
+}
+
+json token_logprobs(const Tokenizer& tok, const Event& ev) {
+    auto entry = [&](int32_t id, float lp) {
+        std::string s = id >= 0 && id < tok.n_vocab() ? tok.token_to_piece(id) : std::string();
+        json bytes = json::array();
+        for (unsigned char c : s) bytes.push_back(c);
+        return json{{"token", s}, {"logprob", lp}, {"bytes", bytes}};
+    };
+    json e = entry(ev.token, ev.logprob);
+    json top = json::array();
+    for (const TokenProb& t : ev.top_logprobs) top.push_back(entry(t.id, t.p));
+    e["top_logprobs"] = top;
+    return e;
+}
+
+// ---- event state machine ----------------------------------------------------------------------------
+
+ResponseEvents::ResponseEvents(ResponseRecord& rec, const Tokenizer& tok) : rec_(rec), tok_(tok) {
+    tools_ = rec.req.tools.is_array() && !rec.req.tools.empty() && rec.req.tool_choice != "none";
+}
+
+json ResponseEvents::ev(const char* type) { return json{{"type", type}, {"sequence_number", seq_++}}; }
+
+void ResponseEvents::start(std::vector<json>& out) {
+    json a = ev("response.created");
+    a["response"] = response_object(rec_);
+    out.push_back(std::move(a));
+    json b = ev("response.in_progress");
+    b["response"] = response_object(rec_);
+    out.push_back(std::move(b));
+}
+
+void ResponseEvents::open_message(std::vector<json>& out) {
+    if (message_open_) return;
+    message_open_ = true;
+    msg_id_ = make_id("msg_");
+    json e = ev("response.output_item.added");
+    e["output_index"] = rec_.output.size();
+    e["item"] = {{"id", msg_id_}, {"type", "message"}, {"status", "in_progress"}, {"role", "assistant"}, {"content", json::array()}};
+    out.push_back(std::move(e));
+    json p = ev("response.content_part.added");
+    p["item_id"] = msg_id_;
+    p["output_index"] = rec_.output.size();
+    p["content_index"] = 0;
+    p["part"] = {{"type", "output_text"}, {"text", ""}, {"annotations", json::array()}, {"logprobs", json::array()}};
+    out.push_back(std::move(p));
+}
+
+void ResponseEvents::emit_text(const std::string& delta, const Event* tok_ev, std::vector<json>& out) {
+    if (delta.empty()) return;
+    open_message(out);
+    text_ += delta;
+    json e = ev("response.output_text.delta");
+    e["item_id"] = msg_id_;
+    e["output_index"] = rec_.output.size();
+    e["content_index"] = 0;
+    e["delta"] = delta;
+    json lps = json::array();
+    if (tok_ev && rec_.req.top_logprobs > 0 && tok_ev->token >= 0) {
+        lps.push_back(token_logprobs(tok_, *tok_ev));
+        logprobs_.push_back(lps.back());
+    }
+    e["logprobs"] = lps;
+    out.push_back(std::move(e));
+}
+
+void ResponseEvents::token(const Event& e, std::vector<json>& out) {
+    if (!tools_) {
+        emit_text(e.text, &e, out);
+        return;
+    }
+    if (in_tool_) {
+        tool_text_ += e.text;
+        return;
+    }
+    // Show text up to a "<tool_call>" and hold back a tail that could still become one.
+    static const std::string open = "<tool_call>";
+    std::string s = held_ + e.text;
+    held_.clear();
+    size_t pos = s.find(open);
+    if (pos != std::string::npos) {
+        emit_text(s.substr(0, pos), &e, out);
+        in_tool_ = true;
+        tool_text_ = s.substr(pos);
+        return;
+    }
+    size_t keep = 0;
+    for (size_t k = std::min(open.size() - 1, s.size()); k > 0; --k)
+        if (s.compare(s.size() - k, k, open, 0, k) == 0) {
+            keep = k;
+            break;
+        }
+    held_ = s.substr(s.size() - keep);
+    emit_text(s.substr(0, s.size() - keep), &e, out);
+}
+
+void ResponseEvents::finish(const Event& fin, const std::vector<int32_t>& prompt, std::vector<json>& out) {
+    if (!fin.text.empty()) token(fin, out);  // text the runtime held back until the end (a flush)
+    rec_.history = prompt;
+    rec_.history.insert(rec_.history.end(), fin.output.begin(), fin.output.end());
+    rec_.timings = fin.timings;
+    rec_.usage = responses_usage(fin.usage);
+    const bool generated = fin.finish != FinishReason::Prefilled;
+    emit_text(held_, nullptr, out);
+    held_.clear();
+    ParsedOutput parsed = parse_tool_calls(tool_text_);
+    emit_text(parsed.text, nullptr, out);  // a malformed <tool_call> stays visible text
+    const bool cancelled = fin.finish == FinishReason::Cancelled;
+    const bool truncated = fin.finish == FinishReason::Length || fin.finish == FinishReason::ContextFull;
+    const char* item_status = cancelled || truncated ? "incomplete" : "completed";
+    if (generated && (!message_open_ && parsed.calls.empty())) open_message(out);  // an empty answer is still an answer
+    if (message_open_) {
+        const size_t idx = rec_.output.size();
+        json part = {{"type", "output_text"}, {"text", text_}, {"annotations", json::array()}, {"logprobs", logprobs_}};
+        json d = ev("response.output_text.done");
+        d["item_id"] = msg_id_;
+        d["output_index"] = idx;
+        d["content_index"] = 0;
+        d["text"] = text_;
+        d["logprobs"] = logprobs_;
+        out.push_back(std::move(d));
+        json pd = ev("response.content_part.done");
+        pd["item_id"] = msg_id_;
+        pd["output_index"] = idx;
+        pd["content_index"] = 0;
+        pd["part"] = part;
+        out.push_back(std::move(pd));
+        json item = {{"id", msg_id_}, {"type", "message"}, {"status", item_status}, {"role", "assistant"}, {"content", json::array({part})}};
+        json od = ev("response.output_item.done");
+        od["output_index"] = idx;
+        od["item"] = item;
+        out.push_back(std::move(od));
+        rec_.output.push_back(std::move(item));
+    }
+    for (const ParsedToolCall& c : parsed.calls) {
+        const size_t idx = rec_.output.size();
+        std::string fc_id = make_id("fc_");
+        json item = {{"id", fc_id}, {"type", "function_call"}, {"status", "in_progress"}, {"call_id", make_id("call_")},
+                     {"name", c.name}, {"arguments", ""}};
+        json a = ev("response.output_item.added");
+        a["output_index"] = idx;
+        a["item"] = item;
+        out.push_back(std::move(a));
+        json d = ev("response.function_call_arguments.delta");
+        d["item_id"] = fc_id;
+        d["output_index"] = idx;
+        d["delta"] = c.arguments;
+        out.push_back(std::move(d));
+        json dd = ev("response.function_call_arguments.done");
+        dd["item_id"] = fc_id;
+        dd["output_index"] = idx;
+        dd["arguments"] = c.arguments;
+        out.push_back(std::move(dd));
+        item["arguments"] = c.arguments;
+        item["status"] = "completed";
+        json od = ev("response.output_item.done");
+        od["output_index"] = idx;
+        od["item"] = item;
+        out.push_back(std::move(od));
+        rec_.output.push_back(std::move(item));
+    }
+    rec_.completed_at = now_s();
+    const char* terminal = "response.completed";
+    if (fin.finish == FinishReason::Error) {
+        rec_.status = "failed";
+        rec_.error = {{"code", "server_error"}, {"message", fin.error.empty() ? "generation failed" : fin.error}};
+        terminal = "response.failed";
+    } else if (cancelled) {
+        rec_.status = "cancelled";
+        rec_.incomplete_details = {{"reason", "cancelled"}};
+        terminal = "response.incomplete";
+    } else if (truncated) {
+        rec_.status = "incomplete";
+        rec_.incomplete_details = {{"reason", "max_output_tokens"}};
+        terminal = "response.incomplete";
+    } else {
+        rec_.status = "completed";
+    }
+    json t = ev(terminal);
+    t["response"] = response_object(rec_);
+    out.push_back(std::move(t));
+}
+
+}  // namespace flint::server

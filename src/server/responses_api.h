@@ -1,0 +1,107 @@
+// flint/server/responses_api.h — the Responses API at the edge: request JSON → native struct, the
+// response object, and the streaming event state machine (PROTOCOL.md §1–§3). Transport-free: HTTP (JSON
+// or SSE) and WebSocket sessions feed it runtime events and write what it returns.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/request.h"
+#include "server/conversation.h"
+
+namespace flint {
+class Tokenizer;
+}
+
+namespace flint::server {
+
+using json = nlohmann::json;
+
+struct ResponsesRequest {
+    std::string model;
+    std::vector<InputItem> input;
+    json input_json = json::array();   // the items as given, for GET …/input_items
+    std::optional<std::string> instructions;
+    std::string previous_response_id;
+    bool store = true;
+    bool stream = false;
+    bool generate = true;               // WebSocket warm-up: false
+    std::optional<int64_t> max_output_tokens;
+    std::optional<double> temperature;
+    std::optional<double> top_p;
+    int top_logprobs = 0;
+    std::optional<uint64_t> seed;       // extension
+    json tools = json::array();
+    json tool_choice = "auto";
+    bool parallel_tool_calls = true;
+    std::string truncation = "disabled";
+    json metadata = json::object();
+    std::string service_tier = "auto";
+    json text = {{"format", {{"type", "text"}}}};
+    json reasoning = nullptr;
+    std::string prompt_cache_key;
+    std::string user;
+    std::optional<std::string> prediction;  // extension: predicted output text
+};
+
+// Throws ApiError (400 naming the param) for wrong types and invalid values; unknown fields are ignored.
+ResponsesRequest parse_responses_request(const json& body);
+// Shared by the Responses and Chat Completions parsers: `prediction: {type:"content", content}`.
+std::optional<std::string> parse_prediction(const json& body);
+
+// Everything a response object is built from; also what the store keeps.
+struct ResponseRecord {
+    std::string id;
+    int64_t created_at = 0;
+    int64_t completed_at = 0;   // 0 → null
+    std::string status = "in_progress";
+    std::string model;
+    json output = json::array();
+    json usage = nullptr;
+    json error = nullptr;
+    json incomplete_details = nullptr;
+    ResponsesRequest req;       // echoed fields
+    std::vector<int32_t> history;  // prompt + output tokens (continuations start from here)
+    Timings timings;
+};
+
+json response_object(const ResponseRecord& r);
+json responses_usage(const Usage& u);
+// Item ids are added where the client omitted them (input_items lists them).
+json input_items_with_ids(const json& items);
+
+// The event state machine of one response. Every method appends events (with type and an increasing
+// sequence_number) to `out`; the caller writes them as SSE events or WebSocket frames.
+class ResponseEvents {
+public:
+    ResponseEvents(ResponseRecord& rec, const Tokenizer& tok);
+    void start(std::vector<json>& out);                    // response.created, response.in_progress
+    void token(const Event& ev, std::vector<json>& out);   // output items and text deltas
+    // The final event: closes open items, fills rec (status, output, usage, history) and appends the
+    // terminal event (response.completed / .incomplete / .failed).
+    void finish(const Event& ev, const std::vector<int32_t>& prompt, std::vector<json>& out);
+
+private:
+    json ev(const char* type);
+    void open_message(std::vector<json>& out);
+    void emit_text(const std::string& delta, const Event* tok_ev, std::vector<json>& out);
+
+    ResponseRecord& rec_;
+    const Tokenizer& tok_;
+    int64_t seq_ = 0;
+    bool tools_ = false;         // tools given: watch for <tool_call>
+    bool message_open_ = false;
+    bool in_tool_ = false;
+    std::string msg_id_;
+    std::string text_;           // visible text so far
+    std::string held_;           // a possible "<tool_call>" prefix not yet shown
+    std::string tool_text_;      // everything from the first <tool_call>
+    json logprobs_ = json::array();
+};
+
+json token_logprobs(const Tokenizer& tok, const Event& ev);
+
+}  // namespace flint::server

@@ -1,0 +1,235 @@
+// Responses over WebSocket (PROTOCOL.md §3): one connection, many turns, each answered with the same
+// events as SSE, one JSON text frame per event.
+//
+// Two coroutines on the connection's strand: the reader takes frames as they come (so response.cancel acts
+// at once, mid-generation) and queues response.create requests; the processor runs them one at a time and
+// is the only writer. The processor also keeps this connection's recent token histories, so a
+// previous_response_id continues on the cached KV with nothing re-tokenised (also with store:false).
+#include <deque>
+
+#include <boost/beast/websocket.hpp>
+
+#include "server/event_channel.h"
+#include "server/generation.h"
+#include "server/json_fields.h"
+#include "server/sessions.h"
+#include "server/state.h"
+#include "server/ws_protocol.h"
+
+namespace flint::server {
+namespace {
+
+namespace websocket = beast::websocket;
+using Clock = std::chrono::steady_clock;
+using WsStream = websocket::stream<beast::tcp_stream>;
+const char* kEndpoint = "/v1/responses (websocket)";
+
+struct Connection {
+    std::shared_ptr<Signal> signal;
+    std::deque<ClientFrame> inbox;  // response.create requests and errors to report, in arrival order
+    bool reader_done = false;
+    // The response in flight (for response.cancel):
+    std::string current_id;
+    Runtime* current_rt = nullptr;
+    uint64_t current_rid = 0;
+    bool in_flight = false;
+};
+
+net::awaitable<void> reader(WsStream& ws, std::shared_ptr<Connection> conn, ServerState& st) {
+    for (;;) {
+        beast::flat_buffer buf;
+        boost::system::error_code ec;
+        co_await ws.async_read(buf, net::redirect_error(net::use_awaitable, ec));
+        if (ec) break;
+        ClientFrame f;
+        if (!ws.got_text()) {
+            f.kind = ClientFrame::Kind::Error;
+            f.error = bad_request("Binary frames are not supported; send JSON text frames.", "", "invalid_frame");
+        } else {
+            f = parse_client_frame(beast::buffers_to_string(buf.data()));
+        }
+        if (f.kind == ClientFrame::Kind::Ignore) continue;
+        if (f.kind == ClientFrame::Kind::Cancel) {
+            if (conn->in_flight && (f.response_id.empty() || f.response_id == conn->current_id))
+                conn->current_rt->cancel(conn->current_rid);
+            else if (!f.response_id.empty())
+                st.cancel_live(f.response_id);
+            continue;
+        }
+        conn->inbox.push_back(std::move(f));
+        conn->signal->notify();
+    }
+    conn->reader_done = true;
+    if (conn->in_flight) conn->current_rt->cancel(conn->current_rid);  // closing the socket cancels
+    conn->signal->notify();
+}
+
+class Processor {
+public:
+    Processor(WsStream& ws, std::shared_ptr<Connection> conn, ServerState& st, const ApiKey* key)
+        : ws_(ws), conn_(std::move(conn)), st_(st), key_(key) {}
+
+    net::awaitable<void> run() {
+        const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(st_.cfg.ws_max_age_s));
+        while (!broken_) {
+            if (Clock::now() >= deadline) {
+                const json frame = ws_error_frame(ApiError{400, "invalid_request_error", "websocket_connection_limit_reached", "",
+                                                           "This connection reached its age limit; open a new one."});
+                co_await send(frame);
+                break;
+            }
+            if (conn_->inbox.empty()) {
+                if (conn_->reader_done || st_.stopping) break;
+                co_await conn_->signal->wait(deadline);
+                continue;
+            }
+            ClientFrame f = std::move(conn_->inbox.front());
+            conn_->inbox.pop_front();
+            if (f.kind == ClientFrame::Kind::Error) {
+                st_.metrics.request(kEndpoint, f.error->status);
+                co_await send(ws_error_frame(*f.error));
+                continue;
+            }
+            co_await turn(std::move(f.body));
+        }
+    }
+
+private:
+    net::awaitable<void> send(const json& j) {
+        if (broken_) co_return;
+        ws_.text(true);
+        boost::system::error_code ec;
+        co_await ws_.async_write(net::buffer(dump(j)), net::redirect_error(net::use_awaitable, ec));
+        if (ec) broken_ = true;
+    }
+
+    net::awaitable<void> turn(json body) {
+        std::optional<PreparedResponse> p;
+        std::shared_ptr<EventChannel> chan;
+        uint64_t rid = 0;
+        std::optional<ApiError> err;
+        try {
+            HeaderList ignored;
+            try {
+                st_.limits.admit(key_ ? key_->key : "", ignored);
+            } catch (const ApiError&) {
+                ++st_.metrics.rate_limited;
+                throw;
+            }
+            if (st_.stopping) throw ApiError{503, "server_error", "server_shutting_down", "", "The server is shutting down."};
+            ResponsesRequest req = parse_responses_request(body);
+            req.stream = true;  // implicit on a WebSocket
+            p = prepare_response(st_, std::move(req), key_, &cache_);
+            chan = std::make_shared<EventChannel>(co_await net::this_coro::executor, st_.metrics);
+            try {
+                rid = p->model->runtime->submit(p->gen, chan->callback());
+            } catch (const ContextLengthError& e) {
+                throw bad_request(e.what(), "input", "context_length_exceeded");
+            } catch (const OverloadedError& e) {
+                throw ApiError{503, "server_error", "server_overloaded", "", std::string("The server is overloaded: ") + e.what()};
+            }
+        } catch (const ApiError& e) {
+            err = e;
+        } catch (const std::exception& e) {
+            err = server_error(e.what());
+        }
+        if (err) {
+            st_.metrics.request(kEndpoint, err->status);
+            co_await send(ws_error_frame(*err));
+            co_return;
+        }
+        st_.metrics.request(kEndpoint, 200);
+        Runtime& rt = *p->model->runtime;
+        ResponseRecord& rec = p->rec;
+        conn_->current_id = rec.id;
+        conn_->current_rt = &rt;
+        conn_->current_rid = rid;
+        conn_->in_flight = true;
+        ++st_.metrics.in_flight;
+        st_.add_live(rec.id, LiveResponse{&rt, rid, response_object(rec)});
+        if (conn_->reader_done) rt.cancel(rid);  // the client left before this turn began
+        ResponseEvents events(rec, *p->model->tokenizer);
+        std::vector<json> out;
+        events.start(out);
+        Event final_ev;
+        for (bool done = false;;) {
+            for (const json& e : out) co_await send(e);
+            if (broken_ && !cancelled_) {
+                rt.cancel(rid);
+                cancelled_ = true;
+                ++st_.metrics.disconnects;
+            }
+            if (done) break;
+            out.clear();
+            for (const Event& ev : co_await chan->next()) {
+                if (ev.done) {
+                    events.finish(ev, p->gen.prompt, out);
+                    final_ev = ev;
+                    done = true;
+                } else {
+                    events.token(ev, out);
+                }
+            }
+        }
+        conn_->in_flight = false;
+        --st_.metrics.in_flight;
+        st_.remove_live(rec.id);
+        account(st_, key_, final_ev.usage);
+        cache_.put(rec.id, History{rec.model, rec.history, rec.req.instructions});
+        if (rec.req.store) {
+            try {
+                st_.put(rec);
+            } catch (const std::exception& e) {
+                std::fprintf(stderr, "flint: warning: could not store %s: %s\n", rec.id.c_str(), e.what());
+            }
+        }
+    }
+
+    WsStream& ws_;
+    std::shared_ptr<Connection> conn_;
+    ServerState& st_;
+    const ApiKey* key_;
+    ConnectionCache cache_;
+    bool broken_ = false;
+    bool cancelled_ = false;
+};
+
+}  // namespace
+
+net::awaitable<void> run_websocket_session(std::shared_ptr<ServerState> st, beast::tcp_stream stream,
+                                           http::request<http::string_body> upgrade, const ApiKey* key, std::string request_id) {
+    WsStream ws(std::move(stream));
+    websocket::stream_base::timeout to{};
+    to.handshake_timeout = std::chrono::seconds(30);
+    to.idle_timeout = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(st->cfg.idle_timeout_s));
+    to.keep_alive_pings = true;  // an idle but healthy client answers pings, so only dead peers time out
+    ws.set_option(to);
+    ws.set_option(websocket::stream_base::decorator([request_id](websocket::response_type& res) {
+        res.set(http::field::server, "flint");
+        res.set("x-request-id", request_id);
+    }));
+    ws.read_message_max(static_cast<std::uint64_t>(st->cfg.body_limit));
+    boost::system::error_code ec;
+    co_await ws.async_accept(upgrade, net::redirect_error(net::use_awaitable, ec));
+    if (ec) co_return;
+    ++st->metrics.websockets;
+    auto conn = std::make_shared<Connection>();
+    auto ex = co_await net::this_coro::executor;
+    conn->signal = std::make_shared<Signal>(ex);
+    net::co_spawn(ex, reader(ws, conn, *st), net::detached);
+
+    Processor proc(ws, conn, *st, key);
+    co_await proc.run();
+
+    // Close, then wait for the reader to finish: it holds a reference to `ws`, which lives in this frame.
+    if (!conn->reader_done) {
+        co_await ws.async_close(websocket::close_code::normal, net::redirect_error(net::use_awaitable, ec));
+        auto until = Clock::now() + std::chrono::seconds(2);
+        while (!conn->reader_done && Clock::now() < until) co_await conn->signal->wait(until);
+        if (!conn->reader_done) beast::get_lowest_layer(ws).close();
+        while (!conn->reader_done) co_await conn->signal->wait(Clock::now() + std::chrono::milliseconds(50));
+    }
+    --st->metrics.websockets;
+}
+
+}  // namespace flint::server

@@ -1,0 +1,105 @@
+// Test harness for the server: an in-process `flint serve` on a free loopback port, and small blocking
+// HTTP / SSE / WebSocket clients over real sockets (implemented with Beast in harness_test.cpp, so the
+// other test files stay free of Beast's compile cost).
+#pragma once
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "server/model_registry.h"
+#include "server/server.h"
+#include "test_paths.h"
+
+namespace flint::test {
+
+using json = nlohmann::json;
+using Headers = std::vector<std::pair<std::string, std::string>>;
+
+// The models tests serve: stories260K as "stories" (and the FIM-capable code model as "code" when asked).
+struct TestModels {
+    explicit TestModels(bool with_code = false, std::function<void(const std::vector<uint64_t>&)> on_step = {});
+    server::ModelRegistry registry;
+};
+
+class TestServer {
+public:
+    explicit TestServer(server::ServerConfig cfg = {}, bool with_code = false,
+                        std::function<void(const std::vector<uint64_t>&)> on_step = {});
+    TestServer(server::ServerConfig cfg, TestModels& shared);  // serve already loaded models
+    ~TestServer();
+    int port() const { return port_; }
+    void stop();
+    server::ModelRegistry& models() { return models_->registry; }
+
+private:
+    void start(server::ServerConfig cfg);
+    std::unique_ptr<TestModels> own_;
+    TestModels* models_ = nullptr;
+    std::unique_ptr<server::Server> srv_;
+    std::thread th_;
+    int port_ = 0;
+};
+
+struct HttpResult {
+    int status = 0;
+    std::map<std::string, std::string> headers;  // lower-case names
+    std::string body;
+    json json_body() const { return json::parse(body); }
+};
+HttpResult http(int port, const std::string& method, const std::string& target, const std::string& body = "",
+                const Headers& headers = {});
+inline HttpResult post_json(int port, const std::string& target, const json& body, const Headers& headers = {}) {
+    return http(port, "POST", target, body.dump(), headers);
+}
+
+struct SseEvent {
+    std::string event;  // "" for data-only events (Chat Completions)
+    std::string data;
+};
+struct SseResult {
+    int status = 0;
+    std::map<std::string, std::string> headers;
+    std::vector<SseEvent> events;
+    std::string body;  // for non-200 replies
+};
+SseResult sse(int port, const std::string& target, const json& body, const Headers& headers = {});
+
+// Opens a connection, sends a streaming request, reads until `bytes` of the stream arrived, then drops
+// the connection without reading more (a client that goes away mid-stream).
+void sse_and_disconnect(int port, const std::string& target, const json& body, size_t bytes);
+
+// Raw bytes to the port; returns what came back until the server closed or `timeout_s` passed.
+std::string raw(int port, const std::string& bytes, double timeout_s = 5);
+
+class WsClient {
+public:
+    // Throws when the handshake fails; `status` then holds the HTTP status the server answered.
+    explicit WsClient(int port, const Headers& headers = {}, const std::string& target = "/v1/responses");
+    ~WsClient();
+    void send(const json& j);
+    void send_text(const std::string& s);
+    // The next frame as JSON; throws std::runtime_error on close or after timeout_s.
+    json recv(double timeout_s = 30);
+    // Frames until (and including) the first whose type is in `types` (or an "error").
+    std::vector<json> recv_until(const std::vector<std::string>& types, double timeout_s = 30);
+    bool wait_closed(double timeout_s);
+    void close();
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+// The handshake status when the upgrade is refused (e.g. 401), or 101.
+int ws_handshake_status(int port, const Headers& headers = {});
+
+// A Prometheus metric's value from /metrics text (first series whose name+labels start with `series`).
+double metric(const std::string& metrics_text, const std::string& series);
+
+}  // namespace flint::test

@@ -1,0 +1,271 @@
+// The server test harness (harness.h) — in-process server, blocking Beast clients — and its own checks.
+#include "harness.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <sstream>
+#include <utility>
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/websocket.hpp>
+#include <gtest/gtest.h>
+
+namespace flint::test {
+namespace {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace websocket = beast::websocket;
+using tcp = net::ip::tcp;
+
+RuntimeConfig test_runtime() {
+    RuntimeConfig rc;
+    rc.threads = 1;
+    rc.ctx = 512;
+    rc.max_running = 16;
+    rc.kv_type = DType::F32;
+    return rc;
+}
+
+std::string lower(std::string s) {
+    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+}
+
+template <class Msg>
+std::map<std::string, std::string> header_map(const Msg& m) {
+    std::map<std::string, std::string> h;
+    for (const auto& f : m) h[lower(std::string(f.name_string()))] = std::string(f.value());
+    return h;
+}
+
+tcp::socket connect(net::io_context& ioc, int port) {
+    tcp::socket s(ioc);
+    s.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port)));
+    return s;
+}
+
+http::request<http::string_body> make_request(const std::string& method, const std::string& target, const std::string& body,
+                                              const Headers& headers) {
+    http::request<http::string_body> req{http::string_to_verb(method), target, 11};
+    req.set(http::field::host, "127.0.0.1");
+    req.set(http::field::content_type, "application/json");
+    for (auto& [k, v] : headers) req.set(k, v);
+    req.body() = body;
+    req.prepare_payload();
+    return req;
+}
+
+}  // namespace
+
+TestModels::TestModels(bool with_code, std::function<void(const std::vector<uint64_t>&)> on_step) {
+    RuntimeConfig rc = test_runtime();
+    server::ModelEntry& m = registry.load({"stories", shared_path("models/stories260K.gguf")}, rc, "", false);
+    if (on_step) m.runtime->on_step = on_step;
+    if (with_code) registry.load({"code", shared_path("models/flint-tiny-code.gguf")}, rc, "", false);
+}
+
+TestServer::TestServer(server::ServerConfig cfg, bool with_code, std::function<void(const std::vector<uint64_t>&)> on_step)
+    : own_(std::make_unique<TestModels>(with_code, std::move(on_step))), models_(own_.get()) {
+    start(std::move(cfg));
+}
+
+TestServer::TestServer(server::ServerConfig cfg, TestModels& shared) : models_(&shared) { start(std::move(cfg)); }
+
+void TestServer::start(server::ServerConfig cfg) {
+    cfg.port = 0;
+    cfg.quiet = true;
+    srv_ = std::make_unique<server::Server>(std::move(cfg), models_->registry);
+    srv_->start();
+    port_ = srv_->port();
+    th_ = std::thread([this] { srv_->run(); });
+}
+
+void TestServer::stop() {
+    if (!srv_) return;
+    srv_->stop();
+    if (th_.joinable()) th_.join();
+    srv_.reset();
+}
+
+TestServer::~TestServer() { stop(); }
+
+HttpResult http(int port, const std::string& method, const std::string& target, const std::string& body, const Headers& headers) {
+    net::io_context ioc;
+    beast::tcp_stream stream(connect(ioc, port));
+    stream.expires_after(std::chrono::seconds(60));
+    auto req = make_request(method, target, body, headers);
+    http::write(stream, req);
+    beast::flat_buffer buf;
+    http::response_parser<http::string_body> parser;
+    parser.body_limit(1 << 30);
+    http::read(stream, buf, parser);
+    HttpResult r;
+    r.status = static_cast<int>(parser.get().result_int());
+    r.headers = header_map(parser.get());
+    r.body = parser.get().body();
+    return r;
+}
+
+SseResult sse(int port, const std::string& target, const json& body, const Headers& headers) {
+    net::io_context ioc;
+    beast::tcp_stream stream(connect(ioc, port));
+    stream.expires_after(std::chrono::seconds(120));
+    auto req = make_request("POST", target, body.dump(), headers);
+    http::write(stream, req);
+    beast::flat_buffer buf;
+    http::response_parser<http::string_body> parser;
+    parser.body_limit(1 << 30);
+    http::read(stream, buf, parser);
+    SseResult r;
+    r.status = static_cast<int>(parser.get().result_int());
+    r.headers = header_map(parser.get());
+    r.body = parser.get().body();
+    if (r.status != 200) return r;
+    // Parse "event: x\ndata: y\n\n" blocks.
+    std::istringstream in(r.body);
+    std::string line;
+    SseEvent cur;
+    while (std::getline(in, line)) {
+        if (line.empty()) {
+            if (!cur.data.empty() || !cur.event.empty()) r.events.push_back(cur);
+            cur = {};
+        } else if (line.rfind("event: ", 0) == 0) {
+            cur.event = line.substr(7);
+        } else if (line.rfind("data: ", 0) == 0) {
+            cur.data += line.substr(6);
+        }
+    }
+    return r;
+}
+
+void sse_and_disconnect(int port, const std::string& target, const json& body, size_t bytes) {
+    net::io_context ioc;
+    tcp::socket s = connect(ioc, port);
+    auto req = make_request("POST", target, body.dump(), {});
+    http::write(s, req);
+    std::string got;
+    char buf[4096];
+    boost::system::error_code ec;
+    while (got.size() < bytes) {
+        size_t n = s.read_some(net::buffer(buf), ec);
+        if (ec) break;
+        got.append(buf, n);
+    }
+    // Reset rather than a polite FIN: the server's next write fails at once.
+    s.set_option(net::socket_base::linger(true, 0), ec);
+    s.close(ec);
+}
+
+std::string raw(int port, const std::string& bytes, double timeout_s) {
+    net::io_context ioc;
+    beast::tcp_stream stream(connect(ioc, port));
+    stream.expires_after(std::chrono::milliseconds(static_cast<int>(timeout_s * 1000)));
+    boost::system::error_code ec;
+    net::write(stream.socket(), net::buffer(bytes), ec);
+    std::string got;
+    char buf[4096];
+    for (;;) {
+        size_t n = stream.read_some(net::buffer(buf), ec);
+        if (ec) break;
+        got.append(buf, n);
+    }
+    return got;
+}
+
+struct WsClient::Impl {
+    net::io_context ioc;
+    websocket::stream<beast::tcp_stream> ws{ioc};
+};
+
+WsClient::WsClient(int port, const Headers& headers, const std::string& target) : impl_(std::make_unique<Impl>()) {
+    beast::get_lowest_layer(impl_->ws).connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port)));
+    impl_->ws.set_option(websocket::stream_base::decorator([headers](websocket::request_type& req) {
+        for (auto& [k, v] : headers) req.set(k, v);
+    }));
+    impl_->ws.handshake("127.0.0.1", target);
+}
+
+WsClient::~WsClient() {
+    boost::system::error_code ec;
+    beast::get_lowest_layer(impl_->ws).socket().close(ec);
+}
+
+void WsClient::send(const json& j) { send_text(j.dump()); }
+
+void WsClient::send_text(const std::string& s) {
+    impl_->ws.text(true);
+    impl_->ws.write(net::buffer(s));
+}
+
+json WsClient::recv(double timeout_s) {
+    beast::get_lowest_layer(impl_->ws).expires_after(std::chrono::milliseconds(static_cast<int>(timeout_s * 1000)));
+    beast::flat_buffer buf;
+    impl_->ws.read(buf);
+    beast::get_lowest_layer(impl_->ws).expires_never();
+    return json::parse(beast::buffers_to_string(buf.data()));
+}
+
+std::vector<json> WsClient::recv_until(const std::vector<std::string>& types, double timeout_s) {
+    std::vector<json> out;
+    auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<int>(timeout_s * 1000));
+    for (;;) {
+        double left = std::chrono::duration<double>(until - std::chrono::steady_clock::now()).count();
+        if (left <= 0) throw std::runtime_error("recv_until: timeout");
+        out.push_back(recv(left));
+        std::string t = out.back().value("type", "");
+        if (t == "error") return out;
+        for (const auto& want : types)
+            if (t == want) return out;
+    }
+}
+
+bool WsClient::wait_closed(double timeout_s) {
+    try {
+        for (;;) recv(timeout_s);
+    } catch (const boost::system::system_error& e) {
+        return e.code() == websocket::error::closed || e.code() == net::error::eof || e.code() == net::error::connection_reset;
+    } catch (...) {
+        return false;
+    }
+}
+
+void WsClient::close() {
+    boost::system::error_code ec;
+    impl_->ws.close(websocket::close_code::normal, ec);
+}
+
+int ws_handshake_status(int port, const Headers& headers) {
+    // A plain HTTP request carrying the upgrade headers: a refused upgrade is an ordinary HTTP reply.
+    Headers h = headers;
+    h.emplace_back("Connection", "Upgrade");
+    h.emplace_back("Upgrade", "websocket");
+    h.emplace_back("Sec-WebSocket-Version", "13");
+    h.emplace_back("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ==");
+    return http(port, "GET", "/v1/responses", "", h).status;
+}
+
+double metric(const std::string& text, const std::string& series) {
+    std::istringstream in(text);
+    std::string line;
+    while (std::getline(in, line))
+        if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
+    return -1;
+}
+
+// ---- the harness's own checks ----------------------------------------------------------------------
+
+TEST(ServerHarness, HealthOnAFreeLoopbackPort) {
+    FLINT_REQUIRE_SHARED("models/stories260K.gguf");
+    TestServer s;
+    EXPECT_GT(s.port(), 0);
+    HttpResult r = flint::test::http(s.port(), "GET", "/health");
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(r.json_body()["status"], "ok");
+    EXPECT_FALSE(r.headers["x-request-id"].empty());
+}
+
+}  // namespace flint::test

@@ -1,0 +1,131 @@
+// The official `openai` npm package, unmodified, against a real `flint serve` (stories260K).
+// Run: FLINT_BINARY=build/flint node --test   (CTest does this; `npm ci` first installs the SDK).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import OpenAI from 'openai';
+import { ResponsesWS } from 'openai/resources/responses/ws';
+
+const BINARY = process.env.FLINT_BINARY;
+const MODEL_PATH = process.env.FLINT_MODEL; // stories260K.gguf
+const KEY = 'sk-flint-node-test';
+let server;
+let client;
+let dir;
+
+before(async () => {
+  assert.ok(BINARY, 'set FLINT_BINARY to the flint executable');
+  dir = mkdtempSync(join(tmpdir(), 'flint-node-'));
+  const args = ['serve', '--port', '0', '--store', join(dir, 'responses.db'), '--api-key', KEY, '-t', '1'];
+  if (MODEL_PATH) args.push('-m', `stories=${MODEL_PATH}`);
+  server = spawn(BINARY, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  const port = await new Promise((resolve, reject) => {
+    server.on('exit', (code) => reject(new Error(`flint serve exited with ${code}`)));
+    server.stdout.on('data', (chunk) => {
+      out += chunk;
+      const m = out.match(/listening on http:\/\/127\.0\.0\.1:(\d+)/);
+      if (m) resolve(Number(m[1]));
+    });
+  });
+  client = new OpenAI({ apiKey: KEY, baseURL: `http://127.0.0.1:${port}/v1`, maxRetries: 0 });
+});
+
+after(async () => {
+  if (server && server.exitCode === null) {
+    server.kill('SIGTERM');
+    await once(server, 'exit');
+  }
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+const model = () => (MODEL_PATH ? 'stories' : 'stories260K');
+
+test('responses.create (JSON)', async () => {
+  const r = await client.responses.create({ model: model(), input: 'Once upon a time', temperature: 0, max_output_tokens: 16 });
+  assert.equal(r.object, 'response');
+  assert.match(r.id, /^resp_/);
+  assert.ok(r.output_text.length > 0, 'the SDK assembles output_text from the output items');
+  assert.equal(typeof r.usage.input_tokens_details.cached_tokens, 'number');
+  const again = await client.responses.retrieve(r.id);
+  assert.equal(again.id, r.id);
+});
+
+test('responses.create (stream)', async () => {
+  const stream = await client.responses.create({
+    model: model(), input: 'Once upon a time', temperature: 0, max_output_tokens: 16, stream: true,
+  });
+  const types = [];
+  let text = '';
+  let final;
+  for await (const ev of stream) {
+    types.push(ev.type);
+    if (ev.type === 'response.output_text.delta') text += ev.delta;
+    if (ev.type === 'response.completed' || ev.type === 'response.incomplete') final = ev.response;
+  }
+  assert.equal(types[0], 'response.created');
+  assert.ok(types.includes('response.output_text.done'));
+  assert.ok(final && final.id);
+  assert.equal(final.output[0].content[0].text, text);
+});
+
+test('Responses over WebSocket (ResponsesWS), chained turn with previous_response_id', async () => {
+  const ws = new ResponsesWS(client);
+  const done = (ev) => ev.type === 'response.completed' || ev.type === 'response.incomplete';
+  const next = () => new Promise((resolve, reject) => {
+    const onEvent = (ev) => {
+      if (ev.type === 'error') { cleanup(); reject(new Error(JSON.stringify(ev))); }
+      if (done(ev)) { cleanup(); resolve(ev.response); }
+    };
+    const onError = (err) => { cleanup(); reject(err); };
+    const cleanup = () => { ws.off('event', onEvent); ws.off('error', onError); };
+    ws.on('event', onEvent);
+    ws.on('error', onError);
+  });
+  try {
+    let p = next();
+    ws.send({ type: 'response.create', model: model(), input: 'Once upon a time', temperature: 0, max_output_tokens: 12, store: false });
+    const first = await p;
+    assert.ok(first.output.length > 0);
+    p = next();
+    ws.send({
+      type: 'response.create', model: model(), input: 'The sun was warm.', previous_response_id: first.id,
+      temperature: 0, max_output_tokens: 8, store: false,
+    });
+    const second = await p;
+    assert.equal(second.previous_response_id, first.id);
+    assert.ok(second.usage.input_tokens_details.cached_tokens >= first.usage.total_tokens - 1,
+      `cached ${second.usage.input_tokens_details.cached_tokens} of ${first.usage.total_tokens}`);
+  } finally {
+    ws.close();
+  }
+});
+
+test('chat.completions.create (JSON and stream with usage)', async () => {
+  const c = await client.chat.completions.create({
+    model: model(), messages: [{ role: 'user', content: 'Once upon a time' }], temperature: 0, max_tokens: 12,
+  });
+  assert.equal(c.object, 'chat.completion');
+  assert.ok(c.choices[0].message.content.length > 0);
+  const stream = await client.chat.completions.create({
+    model: model(), messages: [{ role: 'user', content: 'Once upon a time' }], temperature: 0, max_tokens: 12,
+    stream: true, stream_options: { include_usage: true },
+  });
+  let text = '';
+  let usage;
+  for await (const chunk of stream) {
+    if (chunk.choices.length) text += chunk.choices[0].delta.content ?? '';
+    if (chunk.usage) usage = chunk.usage;
+  }
+  assert.ok(text.length > 0);
+  assert.ok(usage && usage.completion_tokens > 0);
+});
+
+test('a wrong key is an AuthenticationError', async () => {
+  const bad = new OpenAI({ apiKey: 'sk-wrong', baseURL: client.baseURL, maxRetries: 0 });
+  await assert.rejects(bad.responses.create({ model: model(), input: 'x' }), (e) => e.status === 401);
+});

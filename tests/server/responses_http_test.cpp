@@ -1,0 +1,268 @@
+// POST /v1/responses over HTTP (JSON and SSE), the stored-response endpoints, Chat Completions and
+// Completions — against the real engine and stories260K, over real sockets.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <set>
+
+#include "harness.h"
+
+namespace flint::test {
+namespace {
+
+class ResponsesHttp : public ::testing::Test {
+protected:
+    static void SetUpTestSuite() {
+        if (!shared_exists("models/stories260K.gguf")) return;
+        server_ = new TestServer({}, /*with_code=*/shared_exists("models/flint-tiny-code.gguf"));
+    }
+    static void TearDownTestSuite() {
+        delete server_;
+        server_ = nullptr;
+    }
+    void SetUp() override { FLINT_REQUIRE_SHARED("models/stories260K.gguf"); }
+    int port() const { return server_->port(); }
+    static TestServer* server_;
+};
+TestServer* ResponsesHttp::server_ = nullptr;
+
+json story(int max_tokens = 24) {
+    return {{"model", "stories"}, {"input", "Once upon a time"}, {"temperature", 0}, {"max_output_tokens", max_tokens}};
+}
+
+TEST_F(ResponsesHttp, JsonResponseHasTheFullObjectUsageAndHeaders) {
+    HttpResult r = post_json(port(), "/v1/responses", story());
+    ASSERT_EQ(r.status, 200) << r.body;
+    json j = r.json_body();
+    EXPECT_EQ(j["object"], "response");
+    EXPECT_EQ(j["id"].get<std::string>().rfind("resp_", 0), 0u);
+    EXPECT_TRUE(j["status"] == "completed" || j["status"] == "incomplete") << j["status"];
+    EXPECT_EQ(j["model"], "stories");
+    ASSERT_EQ(j["output"].size(), 1u);
+    const json& item = j["output"][0];
+    EXPECT_EQ(item["type"], "message");
+    EXPECT_EQ(item["role"], "assistant");
+    EXPECT_EQ(item["content"][0]["type"], "output_text");
+    EXPECT_FALSE(item["content"][0]["text"].get<std::string>().empty());
+    const json& u = j["usage"];
+    for (const char* k : {"input_tokens", "output_tokens", "total_tokens"}) EXPECT_TRUE(u.contains(k)) << k;
+    EXPECT_TRUE(u["input_tokens_details"].contains("cached_tokens"));
+    EXPECT_TRUE(u["output_tokens_details"].contains("reasoning_tokens"));
+    EXPECT_EQ(u["total_tokens"], u["input_tokens"].get<int>() + u["output_tokens"].get<int>());
+    EXPECT_LE(u["output_tokens"].get<int>(), 24);
+    for (const char* k : {"created_at", "previous_response_id", "instructions", "temperature", "top_p", "max_output_tokens",
+                          "tools", "tool_choice", "truncation", "metadata", "service_tier", "store", "error", "incomplete_details"})
+        EXPECT_TRUE(j.contains(k)) << k;
+    EXPECT_FALSE(r.headers["x-request-id"].empty());
+    EXPECT_NE(r.headers["server-timing"].find("ttft;dur="), std::string::npos) << r.headers["server-timing"];
+}
+
+TEST_F(ResponsesHttp, GreedyOutputIsDeterministic) {
+    json a = post_json(port(), "/v1/responses", story()).json_body();
+    json b = post_json(port(), "/v1/responses", story()).json_body();
+    EXPECT_EQ(a["output"][0]["content"][0]["text"], b["output"][0]["content"][0]["text"]);
+    // The second identical prompt reuses the first one's KV (all but the last prompt token).
+    EXPECT_EQ(b["usage"]["input_tokens_details"]["cached_tokens"], b["usage"]["input_tokens"].get<int>() - 1);
+}
+
+TEST_F(ResponsesHttp, SseEventsComeInProtocolOrderWithIncreasingSequenceNumbers) {
+    json req = story(16);
+    req["stream"] = true;
+    SseResult r = sse(port(), "/v1/responses", req);
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_NE(r.headers["content-type"].find("text/event-stream"), std::string::npos);
+    ASSERT_GE(r.events.size(), 8u);
+    std::vector<std::string> types;
+    int64_t last_seq = -1;
+    std::string deltas, done_text;
+    json terminal;
+    for (const SseEvent& e : r.events) {
+        json d = json::parse(e.data);
+        EXPECT_EQ(d["type"], e.event);  // the JSON repeats the SSE event name
+        EXPECT_FALSE(d.contains("error")) << "no top-level error key in response.* events";
+        EXPECT_GT(d["sequence_number"].get<int64_t>(), last_seq);
+        last_seq = d["sequence_number"];
+        types.push_back(e.event);
+        if (e.event == "response.output_text.delta") {
+            deltas += d["delta"].get<std::string>();
+            EXPECT_TRUE(d.contains("item_id") && d.contains("output_index") && d.contains("content_index") && d.contains("logprobs"));
+        }
+        if (e.event == "response.output_text.done") done_text = d["text"];
+        terminal = d;
+    }
+    EXPECT_EQ(types[0], "response.created");
+    EXPECT_EQ(types[1], "response.in_progress");
+    EXPECT_EQ(types[2], "response.output_item.added");
+    EXPECT_EQ(types[3], "response.content_part.added");
+    EXPECT_EQ(types[4], "response.output_text.delta");
+    size_t n = types.size();
+    EXPECT_EQ(types[n - 4], "response.output_text.done");
+    EXPECT_EQ(types[n - 3], "response.content_part.done");
+    EXPECT_EQ(types[n - 2], "response.output_item.done");
+    EXPECT_TRUE(types[n - 1] == "response.completed" || types[n - 1] == "response.incomplete");
+    EXPECT_EQ(deltas, done_text);
+    EXPECT_FALSE(done_text.empty());
+    EXPECT_TRUE(terminal["response"]["id"].is_string());
+    EXPECT_TRUE(terminal["response"]["usage"]["input_tokens_details"].contains("cached_tokens"));
+    if (types[n - 1] == "response.incomplete") {
+        EXPECT_EQ(terminal["response"]["incomplete_details"]["reason"], "max_output_tokens");
+    }
+}
+
+TEST_F(ResponsesHttp, StoredResponseCanBeFetchedListedContinuedAndDeleted) {
+    json first = post_json(port(), "/v1/responses", story(8)).json_body();
+    std::string id = first["id"];
+    HttpResult got = http(port(), "GET", "/v1/responses/" + id);
+    ASSERT_EQ(got.status, 200);
+    EXPECT_EQ(got.json_body()["output"], first["output"]);
+    HttpResult items = http(port(), "GET", "/v1/responses/" + id + "/input_items");
+    ASSERT_EQ(items.status, 200);
+    EXPECT_EQ(items.json_body()["object"], "list");
+    EXPECT_EQ(items.json_body()["data"][0]["content"][0]["text"], "Once upon a time");
+
+    json next = {{"model", "stories"}, {"previous_response_id", id}, {"input", "The end."}, {"temperature", 0}, {"max_output_tokens", 4}};
+    json second = post_json(port(), "/v1/responses", next).json_body();
+    ASSERT_EQ(second["previous_response_id"], id) << second.dump();
+    int prev_total = first["usage"]["total_tokens"];
+    EXPECT_GE(second["usage"]["input_tokens_details"]["cached_tokens"].get<int>(), prev_total - 1);
+
+    HttpResult del = http(port(), "DELETE", "/v1/responses/" + id);
+    ASSERT_EQ(del.status, 200);
+    EXPECT_EQ(del.json_body(), json({{"id", id}, {"object", "response"}, {"deleted", true}}));
+    EXPECT_EQ(http(port(), "GET", "/v1/responses/" + id).status, 404);
+}
+
+TEST_F(ResponsesHttp, StoreFalseKeepsNothing) {
+    json req = story(4);
+    req["store"] = false;
+    json j = post_json(port(), "/v1/responses", req).json_body();
+    EXPECT_EQ(j["store"], false);
+    EXPECT_EQ(http(port(), "GET", "/v1/responses/" + j["id"].get<std::string>()).status, 404);
+}
+
+TEST_F(ResponsesHttp, PreviousResponseNotFoundIsA400NamingTheParam) {
+    json req = story(4);
+    req["previous_response_id"] = "resp_doesnotexist";
+    HttpResult r = post_json(port(), "/v1/responses", req);
+    ASSERT_EQ(r.status, 400);
+    json e = r.json_body()["error"];
+    EXPECT_EQ(e["type"], "invalid_request_error");
+    EXPECT_EQ(e["code"], "previous_response_not_found");
+    EXPECT_EQ(e["param"], "previous_response_id");
+    EXPECT_TRUE(e["message"].is_string());
+}
+
+TEST_F(ResponsesHttp, CancelOfAFinishedResponseIsA409AndUnknownIsA404) {
+    json j = post_json(port(), "/v1/responses", story(2)).json_body();
+    EXPECT_EQ(http(port(), "POST", "/v1/responses/" + j["id"].get<std::string>() + "/cancel").status, 409);
+    EXPECT_EQ(http(port(), "POST", "/v1/responses/resp_nope/cancel").status, 404);
+}
+
+TEST_F(ResponsesHttp, ModelsListsTheServedModels) {
+    HttpResult r = http(port(), "GET", "/v1/models");
+    ASSERT_EQ(r.status, 200);
+    json j = r.json_body();
+    EXPECT_EQ(j["object"], "list");
+    std::set<std::string> ids;
+    for (auto& m : j["data"]) ids.insert(m["id"]);
+    EXPECT_TRUE(ids.count("stories"));
+    EXPECT_EQ(http(port(), "GET", "/v1/models/stories").json_body()["id"], "stories");
+}
+
+TEST_F(ResponsesHttp, ChatCompletionsNonStreaming) {
+    json req = {{"model", "stories"}, {"messages", {{{"role", "user"}, {"content", "Once upon a time"}}}}, {"temperature", 0}, {"max_tokens", 12}};
+    HttpResult r = post_json(port(), "/v1/chat/completions", req);
+    ASSERT_EQ(r.status, 200) << r.body;
+    json j = r.json_body();
+    EXPECT_EQ(j["object"], "chat.completion");
+    EXPECT_EQ(j["choices"][0]["message"]["role"], "assistant");
+    EXPECT_FALSE(j["choices"][0]["message"]["content"].get<std::string>().empty());
+    EXPECT_TRUE(j["choices"][0]["finish_reason"] == "length" || j["choices"][0]["finish_reason"] == "stop");
+    EXPECT_TRUE(j["usage"]["prompt_tokens_details"].contains("cached_tokens"));
+    EXPECT_TRUE(j["usage"]["completion_tokens_details"].contains("accepted_prediction_tokens"));
+}
+
+TEST_F(ResponsesHttp, ChatCompletionsStreamEndsWithUsageThenDone) {
+    json req = {{"model", "stories"}, {"messages", {{{"role", "user"}, {"content", "Once upon a time"}}}}, {"temperature", 0},
+                {"max_tokens", 12}, {"stream", true}, {"stream_options", {{"include_usage", true}}}};
+    SseResult r = sse(port(), "/v1/chat/completions", req);
+    ASSERT_EQ(r.status, 200) << r.body;
+    ASSERT_GE(r.events.size(), 4u);
+    EXPECT_EQ(r.events.back().data, "[DONE]");
+    json usage_chunk = json::parse(r.events[r.events.size() - 2].data);
+    EXPECT_TRUE(usage_chunk["choices"].empty());
+    EXPECT_GT(usage_chunk["usage"]["completion_tokens"].get<int>(), 0);
+    json first = json::parse(r.events[0].data);
+    EXPECT_EQ(first["object"], "chat.completion.chunk");
+    EXPECT_EQ(first["choices"][0]["delta"]["role"], "assistant");
+    json fin = json::parse(r.events[r.events.size() - 3].data);
+    EXPECT_FALSE(fin["choices"][0]["finish_reason"].is_null());
+    std::string text;
+    for (size_t i = 1; i + 3 < r.events.size(); ++i) text += json::parse(r.events[i].data)["choices"][0]["delta"].value("content", "");
+    EXPECT_FALSE(text.empty());
+}
+
+TEST_F(ResponsesHttp, ChatCompletionsRejectsNOtherThanOne) {
+    json req = {{"model", "stories"}, {"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"n", 2}};
+    HttpResult r = post_json(port(), "/v1/chat/completions", req);
+    EXPECT_EQ(r.status, 400);
+    EXPECT_EQ(r.json_body()["error"]["param"], "n");
+}
+
+TEST_F(ResponsesHttp, PredictionIsAcceptedAndReported) {
+    json req = {{"model", "stories"}, {"messages", {{{"role", "user"}, {"content", "Once upon a time"}}}}, {"temperature", 0},
+                {"max_tokens", 12}, {"prediction", {{"type", "content"}, {"content", "there was a little girl"}}}};
+    HttpResult r = post_json(port(), "/v1/chat/completions", req);
+    ASSERT_EQ(r.status, 200) << r.body;
+    json d = r.json_body()["usage"]["completion_tokens_details"];
+    EXPECT_GE(d["accepted_prediction_tokens"].get<int>() + d["rejected_prediction_tokens"].get<int>(), 1);
+}
+
+TEST_F(ResponsesHttp, LegacyCompletionsAndFillInTheMiddle) {
+    json req = {{"model", "stories"}, {"prompt", "Once upon a time"}, {"temperature", 0}, {"max_tokens", 8}};
+    HttpResult r = post_json(port(), "/v1/completions", req);
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(r.json_body()["object"], "text_completion");
+    EXPECT_FALSE(r.json_body()["choices"][0]["text"].get<std::string>().empty());
+    // stories260K has no FIM tokens: suffix is refused with a clear error.
+    req["suffix"] = "The end.";
+    HttpResult bad = post_json(port(), "/v1/completions", req);
+    EXPECT_EQ(bad.status, 400);
+    EXPECT_EQ(bad.json_body()["error"]["param"], "suffix");
+    if (!shared_exists("models/flint-tiny-code.gguf")) GTEST_SKIP() << "flint-tiny-code.gguf absent: FIM not exercised";
+    json fim = {{"model", "code"}, {"prompt", "def add(a, b):\n    "}, {"suffix", "\n\nprint(add(1, 2))\n"}, {"temperature", 0}, {"max_tokens", 8}};
+    HttpResult ok = post_json(port(), "/v1/completions", fim);
+    ASSERT_EQ(ok.status, 200) << ok.body;
+    EXPECT_GT(ok.json_body()["usage"]["completion_tokens"].get<int>(), 0);
+}
+
+TEST(ResponsesStore, RestartKeepsStoredResponsesAndTheirHistory) {
+    FLINT_REQUIRE_SHARED("models/stories260K.gguf");
+    std::string db = (std::filesystem::temp_directory_path() / ("flint-store-" + std::to_string(::getpid()) + ".db")).string();
+    std::filesystem::remove(db);
+    TestModels models;
+    server::ServerConfig cfg;
+    cfg.store_path = db;
+    json first;
+    {
+        TestServer s(cfg, models);
+        first = post_json(s.port(), "/v1/responses", story(8)).json_body();
+        ASSERT_EQ(first["status"].is_string(), true);
+    }
+    TestServer s(cfg, models);
+    std::string id = first["id"];
+    HttpResult got = http(s.port(), "GET", "/v1/responses/" + id);
+    ASSERT_EQ(got.status, 200);
+    EXPECT_EQ(got.json_body()["output"], first["output"]);
+    EXPECT_EQ(got.json_body()["usage"], first["usage"]);
+    json next = {{"previous_response_id", id}, {"input", "The end."}, {"temperature", 0}, {"max_output_tokens", 4}};
+    HttpResult cont = post_json(s.port(), "/v1/responses", next);
+    ASSERT_EQ(cont.status, 200) << cont.body;
+    EXPECT_GE(cont.json_body()["usage"]["input_tokens"].get<int>(), first["usage"]["total_tokens"].get<int>());
+    std::filesystem::remove(db);
+    std::filesystem::remove(db + "-wal");
+    std::filesystem::remove(db + "-shm");
+}
+
+}  // namespace
+}  // namespace flint::test

@@ -1,0 +1,286 @@
+// Bad input of every kind, keys, rate limits, metrics, 1,000 clients that vanish mid-stream, and the
+// real `flint serve` binary (startup line, SIGTERM). After each bad request the server keeps serving.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "harness.h"
+
+namespace flint::test {
+namespace {
+
+class BadInput : public ::testing::Test {
+protected:
+    static void SetUpTestSuite() {
+        if (!shared_exists("models/stories260K.gguf")) return;
+        server::ServerConfig cfg;
+        cfg.body_limit = 64 * 1024;
+        server_ = new TestServer(cfg);
+    }
+    static void TearDownTestSuite() {
+        delete server_;
+        server_ = nullptr;
+    }
+    void SetUp() override { FLINT_REQUIRE_SHARED("models/stories260K.gguf"); }
+    void TearDown() override {
+        if (!server_) return;
+        // Still serving after whatever the test sent.
+        HttpResult ok = post_json(port(), "/v1/responses", {{"model", "stories"}, {"input", "Once"}, {"max_output_tokens", 2}});
+        EXPECT_EQ(ok.status, 200) << ok.body;
+    }
+    int port() const { return server_->port(); }
+    json error_of(const HttpResult& r) { return json::parse(r.body)["error"]; }
+    static TestServer* server_;
+};
+TestServer* BadInput::server_ = nullptr;
+
+TEST_F(BadInput, MalformedJsonIs400) {
+    HttpResult r = http(port(), "POST", "/v1/responses", "{\"model\": \"stories\", \"input\": ");
+    EXPECT_EQ(r.status, 400);
+    EXPECT_EQ(error_of(r)["type"], "invalid_request_error");
+    EXPECT_EQ(http(port(), "POST", "/v1/responses", "[1,2]").status, 400);
+    EXPECT_EQ(http(port(), "POST", "/v1/chat/completions", "").status, 400);
+}
+
+TEST_F(BadInput, WrongTypesAre400NamingTheParam) {
+    struct Case {
+        json body;
+        const char* param;
+    } cases[] = {
+        {{{"model", "stories"}, {"input", 5}}, "input"},
+        {{{"model", "stories"}, {"input", "x"}, {"temperature", "hot"}}, "temperature"},
+        {{{"model", "stories"}, {"input", "x"}, {"max_output_tokens", 1.5}}, "max_output_tokens"},
+        {{{"model", "stories"}, {"input", "x"}, {"stream", "yes"}}, "stream"},
+        {{{"model", 7}, {"input", "x"}}, "model"},
+        {{{"model", "stories"}, {"input", {{{"role", "wizard"}, {"content", "x"}}}}}, "input[0].role"},
+        {{{"model", "stories"}, {"input", "x"}, {"metadata", {{"k", 1}}}}, "metadata.k"},
+        {{{"model", "stories"}, {"input", "x"}, {"temperature", 9}}, "temperature"},
+    };
+    for (const Case& c : cases) {
+        HttpResult r = post_json(port(), "/v1/responses", c.body);
+        EXPECT_EQ(r.status, 400) << c.body.dump();
+        EXPECT_EQ(error_of(r)["param"], c.param) << r.body;
+    }
+    HttpResult chat = post_json(port(), "/v1/chat/completions", {{"model", "stories"}, {"messages", "hi"}});
+    EXPECT_EQ(chat.status, 400);
+    EXPECT_EQ(error_of(chat)["param"], "messages");
+}
+
+TEST_F(BadInput, UnknownFieldsAreIgnored) {
+    HttpResult r = post_json(port(), "/v1/responses",
+                             {{"model", "stories"}, {"input", "Once"}, {"max_output_tokens", 2}, {"frobnicate", {1, 2}},
+                              {"reasoning", {{"effort", "low"}}}, {"include", json::array()}, {"parallel_tool_calls", true}});
+    EXPECT_EQ(r.status, 200) << r.body;
+}
+
+TEST_F(BadInput, UnknownModelIs404) {
+    HttpResult r = post_json(port(), "/v1/responses", {{"model", "gpt-9"}, {"input", "x"}});
+    EXPECT_EQ(r.status, 404);
+    EXPECT_EQ(error_of(r)["code"], "model_not_found");
+    EXPECT_EQ(error_of(r)["param"], "model");
+}
+
+TEST_F(BadInput, OversizeBodyIs413) {
+    std::string big = "{\"model\":\"stories\",\"input\":\"" + std::string(100 * 1024, 'a') + "\"}";
+    HttpResult r = http(port(), "POST", "/v1/responses", big);
+    EXPECT_EQ(r.status, 413);
+    EXPECT_EQ(error_of(r)["code"], "request_too_large");
+}
+
+TEST_F(BadInput, InvalidUtf8Is400) {
+    std::string body = "{\"model\":\"stories\",\"input\":\"bad \xff\xfe bytes\"}";
+    HttpResult r = http(port(), "POST", "/v1/responses", body);
+    EXPECT_EQ(r.status, 400);
+}
+
+TEST_F(BadInput, OverlongInputIsContextLengthExceeded) {
+    std::string text;
+    for (int i = 0; i < 400; ++i) text += "the dog ran and ";
+    HttpResult r = post_json(port(), "/v1/responses", {{"model", "stories"}, {"input", text}});
+    EXPECT_EQ(r.status, 400);
+    EXPECT_EQ(error_of(r)["code"], "context_length_exceeded");
+}
+
+TEST_F(BadInput, UnknownPathsAndMethods) {
+    EXPECT_EQ(http(port(), "GET", "/v2/nothing").status, 404);
+    EXPECT_EQ(http(port(), "PUT", "/v1/responses").status, 405);
+    EXPECT_EQ(http(port(), "GET", "/v1/chat/completions").status, 405);
+}
+
+TEST_F(BadInput, GarbageOnTheSocketClosesOnlyThatConnection) {
+    raw(port(), "NOT HTTP AT ALL\r\n\r\n", 2);
+    raw(port(), std::string("\0\1\2\3\4", 5), 2);
+    raw(port(), "POST /v1/responses HTTP/1.1\r\nContent-Length: 99999999999\r\n\r\n", 2);
+}
+
+TEST(Access, KeysAreRequiredAndCanBeLimitedToModels) {
+    FLINT_REQUIRE_SHARED("models/stories260K.gguf");
+    auto keys = std::filesystem::temp_directory_path() / ("flint-keys-" + std::to_string(::getpid()) + ".json");
+    std::ofstream(keys) << R"({"keys":[{"key":"sk-other","models":["another-model"]}]})";
+    server::ServerConfig cfg;
+    cfg.api_keys = {"sk-good"};
+    cfg.keys_file = keys.string();
+    TestServer s(cfg);
+    json req = {{"model", "stories"}, {"input", "Once"}, {"max_output_tokens", 2}};
+    HttpResult none = post_json(s.port(), "/v1/responses", req);
+    EXPECT_EQ(none.status, 401);
+    EXPECT_EQ(json::parse(none.body)["error"]["code"], "invalid_api_key");
+    EXPECT_EQ(post_json(s.port(), "/v1/responses", req, {{"Authorization", "Bearer sk-bad"}}).status, 401);
+    EXPECT_EQ(post_json(s.port(), "/v1/responses", req, {{"Authorization", "sk-good"}}).status, 401);
+    EXPECT_EQ(post_json(s.port(), "/v1/responses", req, {{"Authorization", "Bearer sk-good"}}).status, 200);
+    HttpResult other = post_json(s.port(), "/v1/responses", req, {{"Authorization", "Bearer sk-other"}});
+    EXPECT_EQ(other.status, 403);
+    EXPECT_EQ(http(s.port(), "GET", "/health").status, 200);  // health needs no key
+    EXPECT_EQ(http(s.port(), "GET", "/v1/models").status, 401);
+    std::filesystem::remove(keys);
+}
+
+TEST(Access, RateLimitsAnswer429WithHeadersAndChangeAtRunTime) {
+    FLINT_REQUIRE_SHARED("models/stories260K.gguf");
+    auto limits = std::filesystem::temp_directory_path() / ("flint-limits-" + std::to_string(::getpid()) + ".json");
+    std::ofstream(limits) << R"({"default":{"requests_per_minute":2}})";
+    server::ServerConfig cfg;
+    cfg.api_keys = {"sk-user"};
+    cfg.admin_keys = {"sk-admin"};
+    cfg.limits_file = limits.string();
+    TestServer s(cfg);
+    const Headers user = {{"Authorization", "Bearer sk-user"}};
+    json req = {{"model", "stories"}, {"input", "Once"}, {"max_output_tokens", 2}};
+    HttpResult a = post_json(s.port(), "/v1/responses", req, user);
+    EXPECT_EQ(a.status, 200);
+    EXPECT_EQ(a.headers["x-ratelimit-limit-requests"], "2");
+    EXPECT_EQ(a.headers["x-ratelimit-remaining-requests"], "1");
+    EXPECT_FALSE(a.headers["x-ratelimit-reset-requests"].empty());
+    EXPECT_EQ(post_json(s.port(), "/v1/responses", req, user).status, 200);
+    HttpResult c = post_json(s.port(), "/v1/responses", req, user);
+    ASSERT_EQ(c.status, 429);
+    EXPECT_EQ(json::parse(c.body)["error"]["code"], "rate_limit_exceeded");
+    EXPECT_FALSE(c.headers["retry-after"].empty());
+    EXPECT_FALSE(c.headers["retry-after-ms"].empty());
+    // Over WebSocket the same refusal is an error frame with status 429.
+    {
+        WsClient ws(s.port(), user);
+        ws.send({{"type", "response.create"}, {"model", "stories"}, {"input", "x"}});
+        json e = ws.recv();
+        EXPECT_EQ(e["type"], "error");
+        EXPECT_EQ(e["status"], 429);
+    }
+    // Only an admin key may change limits; the change applies at once.
+    json raise = {{"default", {{"requests_per_minute", 1000}}}};
+    EXPECT_EQ(post_json(s.port(), "/admin/limits", raise, user).status, 403);
+    HttpResult set = post_json(s.port(), "/admin/limits", raise, {{"Authorization", "Bearer sk-admin"}});
+    EXPECT_EQ(set.status, 200) << set.body;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // refills at 1000/min
+    EXPECT_EQ(post_json(s.port(), "/v1/responses", req, user).status, 200);
+    std::filesystem::remove(limits);
+}
+
+TEST(Metrics, ThousandClientsVanishingMidStreamLeakNothing) {
+    FLINT_REQUIRE_SHARED("models/stories260K.gguf");
+    TestServer s;
+    json req = {{"model", "stories"}, {"input", "Once upon a time"}, {"max_output_tokens", 200}, {"stream", true}};
+    std::vector<std::thread> clients;
+    std::atomic<int> next{0};
+    for (int t = 0; t < 8; ++t)
+        clients.emplace_back([&] {
+            while (next++ < 1000) sse_and_disconnect(s.port(), "/v1/responses", req, 600);
+        });
+    for (auto& t : clients) t.join();
+    std::string text;
+    auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (std::chrono::steady_clock::now() < until) {
+        text = http(s.port(), "GET", "/metrics").body;
+        if (metric(text, "flint_responses_in_flight") == 0 && metric(text, "flint_running_sequences{model=\"stories\"}") == 0) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    EXPECT_EQ(metric(text, "flint_responses_in_flight"), 0) << text;
+    EXPECT_EQ(metric(text, "flint_running_sequences{model=\"stories\"}"), 0);
+    EXPECT_EQ(metric(text, "flint_queue_depth{model=\"stories\"}"), 0);
+    // Every block still held belongs to the prefix cache (evictable), none to a sequence.
+    EXPECT_EQ(metric(text, "flint_kv_blocks_used{model=\"stories\"}"), metric(text, "flint_kv_blocks_cached{model=\"stories\"}"));
+    EXPECT_GT(metric(text, "flint_ttft_seconds_count"), 0);
+    HttpResult ok = post_json(s.port(), "/v1/responses", {{"model", "stories"}, {"input", "Once"}, {"max_output_tokens", 2}});
+    EXPECT_EQ(ok.status, 200);
+}
+
+TEST(Metrics, PrometheusTextHasTheAdvertisedSeries) {
+    FLINT_REQUIRE_SHARED("models/stories260K.gguf");
+    TestServer s;
+    post_json(s.port(), "/v1/responses", {{"model", "stories"}, {"input", "Once"}, {"max_output_tokens", 4}});
+    HttpResult r = http(s.port(), "GET", "/metrics");
+    ASSERT_EQ(r.status, 200);
+    EXPECT_NE(r.headers["content-type"].find("text/plain"), std::string::npos);
+    for (const char* name : {"flint_requests_total{endpoint=\"/v1/responses\",status=\"200\"}", "flint_prompt_tokens_total",
+                             "flint_completion_tokens_total", "flint_queue_depth{model=\"stories\"}",
+                             "flint_kv_blocks_used{model=\"stories\"}", "flint_ttft_seconds_bucket", "flint_inter_token_seconds_count"})
+        EXPECT_NE(r.body.find(name), std::string::npos) << name;
+}
+
+// ---- the real binary -------------------------------------------------------------------------------
+
+struct Child {
+    pid_t pid = -1;
+    int out = -1;
+};
+
+Child spawn_serve(const std::vector<std::string>& args) {
+    int fds[2];
+    if (pipe(fds) != 0) throw std::runtime_error("pipe");
+    Child c;
+    c.pid = fork();
+    if (c.pid == 0) {
+        dup2(fds[1], 1);
+        close(fds[0]);
+        std::vector<char*> argv;
+        argv.push_back(const_cast<char*>(FLINT_BINARY));
+        for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+        argv.push_back(nullptr);
+        execv(FLINT_BINARY, argv.data());
+        _exit(127);
+    }
+    close(fds[1]);
+    c.out = fds[0];
+    return c;
+}
+
+int read_port(int fd) {
+    std::string got;
+    char ch;
+    while (read(fd, &ch, 1) == 1) {
+        got += ch;
+        auto pos = got.find("listening on http://127.0.0.1:");
+        if (ch == '\n' && pos != std::string::npos) return std::stoi(got.substr(pos + 30));
+    }
+    return -1;
+}
+
+TEST(Binary, ServeStartsOnAFreePortAnswersAndStopsGracefullyOnSigterm) {
+    FLINT_REQUIRE_SHARED("models/stories260K.gguf");
+    auto db = std::filesystem::temp_directory_path() / ("flint-bin-" + std::to_string(::getpid()) + ".db");
+    Child c = spawn_serve({"serve", "--port", "0", "-m", "stories=" + shared_path("models/stories260K.gguf"), "--store",
+                           db.string(), "-t", "1"});
+    int port = read_port(c.out);
+    ASSERT_GT(port, 0);
+    HttpResult r = post_json(port, "/v1/responses", {{"model", "stories"}, {"input", "Once"}, {"max_output_tokens", 4}});
+    EXPECT_EQ(r.status, 200) << r.body;
+    kill(c.pid, SIGTERM);
+    int status = 0;
+    waitpid(c.pid, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 0);
+    close(c.out);
+    std::filesystem::remove(db);
+    std::filesystem::remove(db.string() + "-wal");
+    std::filesystem::remove(db.string() + "-shm");
+}
+
+}  // namespace
+}  // namespace flint::test

@@ -1,0 +1,208 @@
+// Responses over WebSocket: multi-turn on the cached KV, generate:false warm-up, cancel and redirect,
+// errors as frames, the connection age limit.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "harness.h"
+
+namespace flint::test {
+namespace {
+
+json create(const json& fields) {
+    json j = fields;
+    j["type"] = "response.create";
+    if (!j.contains("model")) j["model"] = "stories";
+    if (!j.contains("temperature")) j["temperature"] = 0;
+    return j;
+}
+
+json terminal_of(const std::vector<json>& frames) { return frames.back(); }
+
+const std::vector<std::string> kTerminal = {"response.completed", "response.incomplete", "response.failed"};
+
+class WebSocket : public ::testing::Test {
+protected:
+    static void SetUpTestSuite() {
+        if (!shared_exists("models/stories260K.gguf")) return;
+        // Each engine step sleeps a little so a cancel can land mid-generation on this tiny model.
+        server_ = new TestServer({}, false, [](const std::vector<uint64_t>&) { std::this_thread::sleep_for(std::chrono::milliseconds(2)); });
+    }
+    static void TearDownTestSuite() {
+        delete server_;
+        server_ = nullptr;
+    }
+    void SetUp() override { FLINT_REQUIRE_SHARED("models/stories260K.gguf"); }
+    int port() const { return server_->port(); }
+    static TestServer* server_;
+};
+TestServer* WebSocket::server_ = nullptr;
+
+TEST_F(WebSocket, SecondTurnContinuesOnTheCachedKvAndPrefillsOnlyTheDelta) {
+    WsClient ws(port(), {{"OpenAI-Beta", "responses_websockets=2026-02-06"}});
+    ws.send(create({{"input", "Once upon a time"}, {"max_output_tokens", 16}, {"store", false}}));
+    auto t1 = ws.recv_until(kTerminal);
+    json r1 = terminal_of(t1)["response"];
+    ASSERT_TRUE(r1["status"] == "completed" || r1["status"] == "incomplete") << r1.dump();
+    EXPECT_EQ(t1[0]["type"], "response.created");
+
+    ws.send(create({{"input", "Then the sun came out."}, {"previous_response_id", r1["id"]}, {"max_output_tokens", 8}, {"store", false}}));
+    auto t2 = ws.recv_until(kTerminal);
+    json r2 = terminal_of(t2)["response"];
+    ASSERT_NE(r2["status"], "failed") << r2.dump();
+    const int history = r1["usage"]["total_tokens"];
+    const int input2 = r2["usage"]["input_tokens"];
+    const int cached2 = r2["usage"]["input_tokens_details"]["cached_tokens"];
+    const int delta = input2 - history;  // tokens of the new turn only
+    EXPECT_GT(delta, 0);
+    // Everything the engine computed in turn 1 is reused: the whole history except its last sampled
+    // token, whose KV was never computed.
+    EXPECT_EQ(cached2, history - 1);
+    EXPECT_EQ(input2 - cached2, delta + 1) << "turn 2 prefilled more than the delta";
+    EXPECT_EQ(r2["previous_response_id"], r1["id"]);
+}
+
+TEST_F(WebSocket, WarmUpWithGenerateFalseThenAChainedTurn) {
+    WsClient ws(port());
+    ws.send(create({{"instructions", "A story."}, {"input", "Once upon a time there was a dog"}, {"generate", false}}));
+    auto w = ws.recv_until(kTerminal);
+    json warm = terminal_of(w)["response"];
+    ASSERT_EQ(terminal_of(w)["type"], "response.completed") << warm.dump();
+    EXPECT_TRUE(warm["output"].empty());
+    EXPECT_EQ(warm["usage"]["output_tokens"], 0);
+    const int warm_input = warm["usage"]["input_tokens"];
+
+    ws.send(create({{"input", "He ran."}, {"previous_response_id", warm["id"]}, {"max_output_tokens", 8}}));
+    json r = terminal_of(ws.recv_until(kTerminal))["response"];
+    ASSERT_NE(r["status"], "failed") << r.dump();
+    EXPECT_GE(r["usage"]["input_tokens_details"]["cached_tokens"].get<int>(), warm_input - 1);
+    EXPECT_FALSE(r["output"].empty());
+}
+
+TEST_F(WebSocket, CancelMidStreamThenRedirectFromThePartialOutput) {
+    WsClient ws(port());
+    ws.send(create({{"input", "Once upon a time"}, {"max_output_tokens", 400}}));
+    std::string id;
+    for (;;) {
+        json f = ws.recv();
+        if (f["type"] == "response.created") id = f["response"]["id"];
+        if (f["type"] == "response.output_text.delta") break;
+    }
+    ws.send({{"type", "response.cancel"}, {"response_id", id}});
+    auto rest = ws.recv_until(kTerminal);
+    json term = terminal_of(rest);
+    EXPECT_EQ(term["type"], "response.incomplete");
+    EXPECT_EQ(term["response"]["status"], "cancelled");
+    bool saw_item_done = false;
+    for (auto& f : rest)
+        if (f["type"] == "response.output_item.done") {
+            saw_item_done = true;
+            EXPECT_EQ(f["item"]["status"], "incomplete");
+        }
+    EXPECT_TRUE(saw_item_done);
+    const int partial_total = term["response"]["usage"]["total_tokens"];
+    EXPECT_LT(term["response"]["usage"]["output_tokens"].get<int>(), 400);
+
+    ws.send(create({{"input", "Tell me about a cat instead."}, {"previous_response_id", id}, {"max_output_tokens", 8}}));
+    json r = terminal_of(ws.recv_until(kTerminal))["response"];
+    ASSERT_NE(r["status"], "failed") << r.dump();
+    // The partial output is reused: at most its last token (whose KV may not exist yet) is prefilled again.
+    const int cached = r["usage"]["input_tokens_details"]["cached_tokens"];
+    EXPECT_GE(cached, partial_total - 1);
+    EXPECT_LE(cached, partial_total);
+}
+
+TEST_F(WebSocket, HttpCancelEndpointStopsAWebSocketResponse) {
+    WsClient ws(port());
+    ws.send(create({{"input", "Once upon a time"}, {"max_output_tokens", 400}}));
+    std::string id;
+    for (;;) {
+        json f = ws.recv();
+        if (f["type"] == "response.created") id = f["response"]["id"];
+        if (f["type"] == "response.output_text.delta") break;
+    }
+    HttpResult c = http(port(), "POST", "/v1/responses/" + id + "/cancel");
+    EXPECT_EQ(c.status, 200) << c.body;
+    json term = terminal_of(ws.recv_until(kTerminal));
+    EXPECT_EQ(term["response"]["status"], "cancelled");
+}
+
+TEST_F(WebSocket, UnknownPreviousResponseIsAnErrorFrameWithStatus) {
+    WsClient ws(port());
+    ws.send(create({{"input", "hi"}, {"previous_response_id", "resp_unknown"}}));
+    json e = ws.recv();
+    EXPECT_EQ(e["type"], "error");
+    EXPECT_EQ(e["status"], 400);
+    EXPECT_EQ(e["error"]["type"], "invalid_request_error");
+    EXPECT_EQ(e["error"]["code"], "previous_response_not_found");
+    EXPECT_EQ(e["error"]["param"], "previous_response_id");
+    // The connection stays usable.
+    ws.send(create({{"input", "Once upon a time"}, {"max_output_tokens", 4}}));
+    EXPECT_NE(terminal_of(ws.recv_until(kTerminal))["type"], "error");
+}
+
+TEST_F(WebSocket, BadFramesAreErrorsUnknownTypesAreIgnoredAndRequestsQueueInOrder) {
+    WsClient ws(port());
+    ws.send_text("{not json");
+    json e = ws.recv();
+    EXPECT_EQ(e["type"], "error");
+    EXPECT_EQ(e["status"], 400);
+    ws.send({{"type", "response.processed"}, {"response_id", "x"}});  // ignored silently
+    ws.send(create({{"input", 42}}));                                 // wrong type
+    json e2 = ws.recv();
+    EXPECT_EQ(e2["type"], "error");
+    EXPECT_EQ(e2["error"]["param"], "input");
+    ws.send(create({{"input", "Once upon a time"}, {"max_output_tokens", 4}, {"metadata", {{"n", "1"}}}}));
+    ws.send(create({{"input", "The dog"}, {"max_output_tokens", 4}, {"metadata", {{"n", "2"}}}}));
+    json a = terminal_of(ws.recv_until(kTerminal));
+    json b = terminal_of(ws.recv_until(kTerminal));
+    EXPECT_EQ(a["response"]["metadata"]["n"], "1");
+    EXPECT_EQ(b["response"]["metadata"]["n"], "2");
+}
+
+TEST_F(WebSocket, ClosingTheSocketCancelsTheResponse) {
+    {
+        WsClient ws(port());
+        ws.send(create({{"input", "Once upon a time"}, {"max_output_tokens", 400}}));
+        for (;;)
+            if (ws.recv()["type"] == "response.output_text.delta") break;
+    }  // dropped mid-stream
+    auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    double running = -1;
+    while (std::chrono::steady_clock::now() < until) {
+        running = metric(http(port(), "GET", "/metrics").body, "flint_running_sequences{model=\"stories\"}");
+        if (running == 0) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    EXPECT_EQ(running, 0);
+}
+
+TEST(WebSocketLimits, ConnectionAgeLimitSendsTheErrorThenCloses) {
+    FLINT_REQUIRE_SHARED("models/stories260K.gguf");
+    server::ServerConfig cfg;
+    cfg.ws_max_age_s = 0.5;
+    TestServer s(cfg);
+    WsClient ws(s.port());
+    json e = ws.recv(10);
+    EXPECT_EQ(e["type"], "error");
+    EXPECT_EQ(e["error"]["code"], "websocket_connection_limit_reached");
+    EXPECT_TRUE(e.contains("status"));
+    EXPECT_TRUE(ws.wait_closed(5));
+}
+
+TEST(WebSocketLimits, UpgradeNeedsTheKeyAndDisabledWebSocketAnswers426) {
+    FLINT_REQUIRE_SHARED("models/stories260K.gguf");
+    server::ServerConfig cfg;
+    cfg.api_keys = {"sk-test"};
+    TestServer s(cfg);
+    EXPECT_EQ(ws_handshake_status(s.port()), 401);
+    EXPECT_EQ(ws_handshake_status(s.port(), {{"Authorization", "Bearer sk-test"}}), 101);
+    server::ServerConfig off;
+    off.websocket = false;
+    TestServer s2(off);
+    EXPECT_EQ(ws_handshake_status(s2.port()), 426);
+}
+
+}  // namespace
+}  // namespace flint::test

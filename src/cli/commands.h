@@ -15,6 +15,9 @@ void register_run(CLI::App& app);       // cmd_run.cpp
 void register_quantize(CLI::App& app);  // cmd_quantize.cpp
 void register_mkmodel(CLI::App& app);   // cmd_mkmodel.cpp
 void register_serve(CLI::App& app);     // cmd_serve.cpp
+void register_chat(CLI::App& app);      // cmd_chat.cpp
+void register_edit(CLI::App& app);      // cmd_edit.cpp
+void register_complete(CLI::App& app);  // cmd_complete.cpp
 
 // The model flint uses when none is given: ../shared/models/stories260K.gguf next to the source tree,
 // or beside the working directory.

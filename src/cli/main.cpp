@@ -29,6 +29,9 @@ int main(int argc, char** argv) {
     register_quantize(app);
     register_mkmodel(app);
     register_serve(app);
+    register_chat(app);
+    register_edit(app);
+    register_complete(app);
     CLI::App* bench = register_bench(app);
     register_bench_tokenize(*bench);
     register_bench_runtime(*bench);

@@ -1,0 +1,126 @@
+// `flint complete FILE:LINE:COL` — fill-in-the-middle at a cursor: the text before it is the prefix, the
+// text after it the suffix; a running `flint serve` builds the FIM prompt for a model with FIM tokens
+// (legacy /v1/completions with `suffix`). Prints only the completion: what an editor calls per keystroke.
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+
+#include "cli/commands.h"
+#include "client/files.h"
+#include "client/http_client.h"
+#include "util/error.h"
+
+#include <nlohmann/json.hpp>
+
+namespace flint::cli {
+namespace {
+
+struct CompleteOptions {
+    std::string where;
+    std::string url = "http://127.0.0.1:8080";
+    std::string model, api_key;
+    int max_tokens = 64;
+    double temperature = 0;
+    std::vector<std::string> stop;
+    bool verbose = false;
+};
+
+struct Cursor {
+    std::string file;
+    long line = 0, col = 0;  // 1-based; col counts bytes
+};
+
+Cursor parse_cursor(const std::string& s) {
+    const size_t c2 = s.rfind(':');
+    const size_t c1 = c2 == std::string::npos || c2 == 0 ? std::string::npos : s.rfind(':', c2 - 1);
+    if (c1 == std::string::npos) fail("'", s, "': expected FILE:LINE:COL (1-based line and column)");
+    Cursor c{s.substr(0, c1)};
+    try {
+        size_t n1 = 0, n2 = 0;
+        c.line = std::stol(s.substr(c1 + 1, c2 - c1 - 1), &n1);
+        c.col = std::stol(s.substr(c2 + 1), &n2);
+        if (n1 != c2 - c1 - 1 || n2 != s.size() - c2 - 1) throw std::invalid_argument("trailing");
+    } catch (const std::exception&) {
+        fail("'", s, "': LINE and COL must be numbers (FILE:LINE:COL)");
+    }
+    if (c.line < 1 || c.col < 1) fail("'", s, "': LINE and COL start at 1");
+    return c;
+}
+
+// Byte offset of (line, col); col may be one past the line's end (the cursor at the end of the line).
+size_t offset_of(const std::string& text, const Cursor& c) {
+    size_t pos = 0;
+    for (long l = 1; l < c.line; ++l) {
+        size_t nl = text.find('\n', pos);
+        if (nl == std::string::npos) fail(c.file, " has fewer than ", c.line, " lines");
+        pos = nl + 1;
+    }
+    size_t end = text.find('\n', pos);
+    if (end == std::string::npos) end = text.size();
+    if (static_cast<size_t>(c.col - 1) > end - pos)
+        fail(c.file, ":", c.line, " has ", end - pos, " bytes; column ", c.col, " is past its end (+1)");
+    return pos + static_cast<size_t>(c.col - 1);
+}
+
+void complete(const CompleteOptions& o) {
+    using namespace client;
+    const Cursor c = parse_cursor(o.where);
+    const TextFile f = read_text_file(c.file, 1 << 20);
+    const size_t at = offset_of(f.text, c);
+    nlohmann::json body = {{"prompt", f.text.substr(0, at)},
+                           {"suffix", f.text.substr(at)},
+                           {"max_tokens", o.max_tokens},
+                           {"temperature", o.temperature},
+                           {"stream", false}};
+    if (!o.model.empty()) body["model"] = o.model;
+    if (!o.stop.empty()) body["stop"] = o.stop;
+    std::string key = o.api_key;
+    if (key.empty())
+        if (const char* k = std::getenv("FLINT_API_KEY")) key = k;
+    HttpClient http(parse_url(o.url), false);
+    const auto t0 = std::chrono::steady_clock::now();
+    HttpResponse res = http.request("POST", "/v1/completions", body.dump(), auth_headers(key));
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    if (res.status != 200) {
+        std::string hint = res.status == 401 ? " (check --api-key or $FLINT_API_KEY)" : "";
+        fail("the server answered ", res.status, ": ", error_message(res.body), hint);
+    }
+    auto j = nlohmann::json::parse(res.body, nullptr, false);
+    if (!j.is_object() || !j.contains("choices") || !j["choices"].is_array() || j["choices"].empty() ||
+        !j["choices"][0].contains("text") || !j["choices"][0]["text"].is_string())
+        fail("the server's reply has no choices[0].text");
+    const std::string text = j["choices"][0]["text"].get<std::string>();
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+    if (o.verbose) {
+        const auto& u = j.value("usage", nlohmann::json::object());
+        std::fprintf(stderr, "\n[%d prompt tokens (%d cached), %d completion tokens, %.1f ms round trip; server: %s]\n",
+                     u.value("prompt_tokens", 0), u.contains("prompt_tokens_details") ? u["prompt_tokens_details"].value("cached_tokens", 0) : 0,
+                     u.value("completion_tokens", 0), ms, res.headers.count("server-timing") ? res.headers["server-timing"].c_str() : "-");
+    }
+}
+
+}  // namespace
+
+void register_complete(CLI::App& app) {
+    auto o = std::make_shared<CompleteOptions>();
+    CLI::App* cmd = app.add_subcommand("complete", "Fill in the middle at FILE:LINE:COL with a running `flint serve` (a model with FIM tokens)");
+    cmd->add_option("where", o->where, "FILE:LINE:COL, 1-based; the completion goes before that byte")->required();
+    cmd->add_option("--url", o->url, "Server URL (default http://127.0.0.1:8080)");
+    cmd->add_option("--model", o->model, "Model name (default: the server's only model)");
+    cmd->add_option("--api-key", o->api_key, "API key (default: $FLINT_API_KEY)");
+    cmd->add_option("-n,--max-tokens", o->max_tokens, "Most tokens to generate (default 64)")->check(CLI::Range(1, 1 << 20));
+    cmd->add_option("--temp", o->temperature, "Sampling temperature (default 0: greedy)")->check(CLI::Range(0.0, 2.0));
+    cmd->add_option("--stop", o->stop, "Stop sequence (repeatable)");
+    cmd->add_flag("-v,--verbose", o->verbose, "Token counts and timing on stderr");
+    cmd->callback([o] {
+        try {
+            complete(*o);
+        } catch (const Error& e) {
+            std::fprintf(stderr, "flint complete: %s\n", e.what());
+            throw CLI::RuntimeError(1);
+        }
+    });
+}
+
+}  // namespace flint::cli

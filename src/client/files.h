@@ -1,0 +1,20 @@
+// flint/client/files.h — reading the files a user hands the client, with the errors a person can act on.
+#pragma once
+#include <string>
+
+namespace flint::client {
+
+struct TextFile {
+    std::string text;
+};
+
+// Throws flint::Error: missing, unreadable, a directory, larger than max_bytes, or binary (a NUL byte or
+// invalid UTF-8).
+TextFile read_text_file(const std::string& path, size_t max_bytes);
+
+// Writes atomically (a temporary file beside it, then rename), keeping the file's permission bits.
+void write_text_file(const std::string& path, const std::string& text);
+
+bool valid_utf8(const std::string& s);
+
+}  // namespace flint::client

@@ -1,0 +1,76 @@
+#include "client/responses.h"
+
+namespace flint::client {
+namespace {
+
+double ms(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); }
+
+int int_at(const json& j, const char* a, const char* b = nullptr) {
+    if (!j.is_object() || !j.contains(a)) return 0;
+    const json& v = j[a];
+    if (!b) return v.is_number_integer() ? v.get<int>() : 0;
+    return v.is_object() && v.contains(b) && v[b].is_number_integer() ? v[b].get<int>() : 0;
+}
+
+std::string str_at(const json& j, const char* k) {
+    return j.is_object() && j.contains(k) && j[k].is_string() ? j[k].get<std::string>() : std::string();
+}
+
+}  // namespace
+
+json message_item(const std::string& role, const std::string& text) {
+    return {{"type", "message"}, {"role", role}, {"content", text}};
+}
+
+std::string_view Turn::apply(const json& ev, Clock::time_point at) {
+    const std::string type = str_at(ev, "type");
+    if (type == "response.output_text.delta") {
+        const json& d = ev["delta"];
+        if (!d.is_string()) return {};
+        if (delta_times.empty()) first_delta = at;
+        delta_times.push_back(at);
+        const size_t from = text.size();
+        text += d.get_ref<const std::string&>();
+        return std::string_view(text).substr(from);
+    }
+    if (type == "error") {  // WebSocket errors carry {status, error:{code,message}}; SSE's carry code, message
+        finished = true;
+        done = at;
+        status = "error";
+        const json& e = ev.contains("error") && ev["error"].is_object() ? ev["error"] : ev;
+        error_code = str_at(e, "code");
+        error_message = str_at(e, "message");
+        return {};
+    }
+    if (type.rfind("response.", 0) != 0 || !ev.contains("response")) return {};
+    const json& r = ev["response"];
+    if (response_id.empty()) response_id = str_at(r, "id");
+    if (type == "response.created") created = at;
+    if (type == "response.completed" || type == "response.incomplete" || type == "response.failed") {
+        finished = true;
+        done = at;
+        status = str_at(r, "status");
+        if (status.empty()) status = type.substr(9);
+        const json& u = r.contains("usage") ? r["usage"] : json();
+        input_tokens = int_at(u, "input_tokens");
+        cached_tokens = int_at(u, "input_tokens_details", "cached_tokens");
+        output_tokens = int_at(u, "output_tokens");
+        accepted_prediction_tokens = int_at(u, "output_tokens_details", "accepted_prediction_tokens");
+        rejected_prediction_tokens = int_at(u, "output_tokens_details", "rejected_prediction_tokens");
+        if (r.contains("timings")) timings = r["timings"];
+        if (r.contains("error") && r["error"].is_object()) {
+            error_code = str_at(r["error"], "code");
+            error_message = str_at(r["error"], "message");
+        }
+    }
+    return {};
+}
+
+double Turn::ttft_ms() const { return delta_times.empty() ? 0 : ms(sent, first_delta); }
+double Turn::total_ms() const { return finished ? ms(sent, done) : 0; }
+double Turn::tokens_per_s() const {
+    const double t = ms(first_delta, done);
+    return delta_times.size() > 1 && t > 0 ? (output_tokens > 0 ? output_tokens - 1 : 0) * 1000.0 / t : 0;
+}
+
+}  // namespace flint::client

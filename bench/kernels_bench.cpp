@@ -138,6 +138,14 @@ void BM_MatmulCpu(benchmark::State& state) {
     set_isa(best_isa());
 }
 
+// The one-thread, per-CPU-second reference for Cpu1T: a plain read of a 36 MB buffer (the size of
+// the 40000x896 Q8_0 matrix, past the 32 MB L3).
+void BM_ReadCpu(benchmark::State& state) {
+    std::vector<uint8_t> buf(size_t(40000) * 952, 1);
+    for (auto _ : state) benchmark::DoNotOptimize(stream_read_seconds(nullptr, buf.data(), buf.size()));
+    state.counters["GB/s"] = benchmark::Counter(double(buf.size()) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
 // A whole 0.5B decode step's matmuls (24 layers of q/k/v/o/gate/up/down + the tied 151936x896 head):
 // the number that decides decode tok/s. range: 0 = type index, 1 = isa.
 void BM_ModelDecode(benchmark::State& state) {
@@ -263,6 +271,7 @@ BENCHMARK(BM_Stories260KStep)->UseRealTime();
 BENCHMARK(BM_Matmul)->Name("Decode")->Apply(decode_args)->Unit(benchmark::kMicrosecond)->UseManualTime();
 BENCHMARK(BM_Matmul)->Name("Prefill512")->Apply(prefill_args)->Unit(benchmark::kMillisecond)->UseManualTime();
 BENCHMARK(BM_Matmul)->Name("Small")->Apply(small_args)->Unit(benchmark::kMicrosecond)->UseManualTime();
+BENCHMARK(BM_ReadCpu)->Name("Cpu1T/read")->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_MatmulCpu)->Name("Cpu1T")->Apply(cpu_args)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_ModelDecode)
     ->Args({type_index(DType::Q8_0), 2})->Args({type_index(DType::Q4_0), 2})

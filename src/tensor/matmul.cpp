@@ -1,9 +1,10 @@
 // flint/tensor/matmul.cpp — instruction-set dispatch and the threading of matmul.
 //
 // matmul = (1) convert the activations once (Q8_0 / Q8_K / none, see kernels.h activation_type),
-// (2) hand out chunks of output rows to the pool's threads; each chunk is walked in tiles of
-// kTileRows weight rows, and every tile is dotted against all tokens of a token block, so each weight
-// byte comes from memory once per call however many tokens there are.
+// (2) hand out chunks of output rows to the pool's threads. Batched calls walk a chunk in tiles of
+// kTileRows rows, each dotted against every token of a token block, so each weight byte comes from
+// memory once per call however many tokens there are; decode hands kernels kDecodeRows rows at a time,
+// which they stream one after another (see dot_avx512.cpp for why).
 #include "tensor/matmul.h"
 
 #include <algorithm>
@@ -54,8 +55,10 @@ Tables& tables() {
     return t;
 }
 
-// Below this many multiply-adds a matmul runs on the calling thread: waking the pool and the barrier
-// cost about a microsecond, which a small product (stories260K's 64x64) does not repay.
+// Below this many multiply-adds a matmul runs on the calling thread. A parallel region costs a wake-up
+// and a barrier (about a microsecond with spinning workers, a scheduler slice when the cores are
+// oversubscribed); a 256x256 product takes ~4 us on one thread, and stories260K's (64..512 x 64..172)
+// are all below the line. See BENCHMARKS.md, Kernels.
 constexpr int64_t kMinParallelMacs = 64 * 1024;
 // Tokens per block in the batched path: a block of quantized activations (e.g. 64 x 4864 Q8_0,
 // 330 KB) stays in L2 while a chunk of weight rows streams past it.

@@ -189,9 +189,12 @@ uint32_t add_tokenizer(gguf::Writer& w, const TokenizerFiles& files, uint32_t pa
         copy_tokenizer(w, files.vocab_from, n_tokens);
         return n_tokens;
     }
-    if (files.vocab_json.empty() || files.merges.empty())
+    if (files.vocab_json.empty() && files.merges.empty())
         fail("no tokenizer: give --vocab-json and --merges, or --vocab-from a GGUF (../shared/tokenizers/qwen2 "
              "was not found for the defaults)");
+    if (files.vocab_json.empty() || files.merges.empty())
+        fail("a BPE tokenizer needs both a vocab.json and a merges.txt (got only ",
+             files.vocab_json.empty() ? files.merges : files.vocab_json, ")");
     std::vector<std::string> tokens;
     std::vector<int32_t> types;
     read_token_ids(files.vocab_json, "vocab", tokens, types, kTokenNormal);

@@ -183,7 +183,11 @@ TEST(Mkmodel, CommandLineMakesALoadableFileAndReportsBadArguments) {
     EXPECT_NE(msg.find("unknown shape 'nope' (valid: tiny, qwen2.5-coder-0.5b"), std::string::npos) << msg;
     EXPECT_EQ(run_flint("mkmodel --shape tiny --type q9 -o " + out, msg), 1);
     EXPECT_NE(msg.find("unknown quantization type 'q9' (valid: q8_0"), std::string::npos) << msg;
-    EXPECT_EQ(run_flint("mkmodel --shape tiny --vocab-json /nonexistent/vocab.json -o " + out, msg), 1);
+    EXPECT_EQ(run_flint("mkmodel --shape tiny --vocab-json " + test::shared_path("tokenizers/qwen2/vocab.json") +
+                            " -o " + out, msg), 1);
+    EXPECT_NE(msg.find("needs both a vocab.json and a merges.txt"), std::string::npos) << msg;
+    EXPECT_EQ(run_flint("mkmodel --shape tiny --vocab-json /nonexistent/vocab.json --merges " +
+                            test::shared_path("tokenizers/qwen2/merges.txt") + " -o " + out, msg), 1);
     EXPECT_NE(msg.find("/nonexistent/vocab.json: cannot read the vocab"), std::string::npos) << msg;
     EXPECT_EQ(run_flint("quantize /nonexistent/in.gguf " + out + " q8_0", msg), 1);
     EXPECT_NE(msg.find("/nonexistent/in.gguf: cannot open"), std::string::npos) << msg;

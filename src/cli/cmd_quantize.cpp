@@ -50,7 +50,8 @@ void register_quantize(CLI::App& app) {
     CLI::App* cmd = app.add_subcommand(
         "quantize",
         "Convert a GGUF file's F32/F16/BF16 weights to TYPE. 1-D tensors (norms, biases) stay F32; tensors "
-        "whose rows do not fit TYPE's block size fall back to q8_0 (rows a multiple of 32) or f16, with a note.");
+        "whose rows do not fit TYPE's block size fall back to q5_0 (q8_0 for q6_k) when rows are a multiple of 32, "
+        "else f16, with a note.");
     cmd->add_option("input", a->in, "Source GGUF file")->required();
     cmd->add_option("output", a->out, "Destination GGUF file")->required();
     cmd->add_option("type", a->type, "q8_0, q6_k, q5_k, q5_0, q4_k, q4_0, f16, bf16 or f32")->required();

@@ -46,6 +46,13 @@ void convert_rows(DType src_type, const uint8_t* src, DType dst_type, uint8_t* d
 
 }  // namespace
 
+DType block_fallback(DType k_quant) {
+    // llama.cpp's choices for rows that K-quants cannot hold (Qwen2.5-0.5B's 896-wide rows): a 32-block
+    // type of about the same bits, so a "q4_k" file keeps roughly its size and quality.
+    DType t = k_quant == DType::Q6_K ? DType::Q8_0 : DType::Q5_0;
+    return can_quantize(t) ? t : DType::Q8_0;
+}
+
 void parallel_ranges(int64_t n, int threads, const std::function<void(int64_t, int64_t)>& fn) {
     if (n <= 0) return;
     if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -105,7 +112,7 @@ DType choose_tensor_type(const TensorInfo& t, DType target, std::string* note) {
     const uint32_t block = traits(target).block_elems;
     if (row % block == 0) return target;
     DType fallback = DType::F16;
-    if (row % QK == 0 && target != DType::Q8_0) fallback = DType::Q8_0;
+    if (row % QK == 0 && traits(target).block_elems == QK_K) fallback = block_fallback(target);
     else if (t.type == DType::BF16) fallback = DType::BF16;  // already 16-bit: no reason to round again
     if (note)
         *note = "tensor '" + t.name + "': row length " + std::to_string(row) + " is not a multiple of the " +

@@ -4,8 +4,9 @@
 // Rules, as llama.cpp applies them:
 //  - 1-D tensors (norm weights, biases) stay F32: they are tiny and precision-sensitive.
 //  - every other tensor, the token embedding included, becomes the target type;
-//  - a tensor whose rows are not a multiple of the target's block size falls back to Q8_0 when its
-//    rows are a multiple of 32, else to F16 (kept as is when already F16), with a note;
+//  - a tensor whose rows are not a multiple of the target's block size falls back, with a note, to a
+//    32-block type of similar size when its rows are a multiple of 32 (Q4_K, Q5_K → Q5_0; Q6_K → Q8_0,
+//    as llama.cpp does), else to F16 (BF16 kept as is);
 //  - metadata is copied; general.file_type is set to llama.cpp's LLAMA_FTYPE for the target, and
 //    general.quantization_version to 2 for block types.
 // Conversion is streamed tensor by tensor (in chunks of rows across threads), so memory stays small.
@@ -27,6 +28,8 @@ uint32_t llama_file_type(DType t);
 // Parses a TYPE argument; throws flint::Error listing the valid names when unknown or unsupported.
 DType parse_quantize_target(const std::string& name);
 
+// The 32-block type used for rows a K-quant (256-block) cannot hold.
+DType block_fallback(DType k_quant);
 // The type tensor `t` gets when the file is converted to `target`; `note` explains a fallback.
 DType choose_tensor_type(const TensorInfo& t, DType target, std::string* note);
 

@@ -91,7 +91,7 @@ TEST(GgufQuantize, Stories260KToEveryTarget) {
             DType want = target;
             if (t.dims.size() == 1) want = DType::F32;
             else if (t.dim(0) % block != 0) {
-                want = t.dim(0) % 32 == 0 && target != DType::Q8_0 ? DType::Q8_0 : DType::F16;
+                want = t.dim(0) % 32 == 0 && block == 256 ? gguf::block_fallback(target) : DType::F16;
                 ++fallbacks;
             }
             EXPECT_EQ(t.type, want) << t.name << " shape " << t.shape_string();
@@ -103,7 +103,7 @@ TEST(GgufQuantize, Stories260KToEveryTarget) {
 }
 
 TEST(GgufQuantize, SyntheticF32F16BF16SourcesToEveryTarget) {
-    // 256-wide rows so the K-quants apply; a row of 96 (Q8_0 fallback for K-quants) and of 40 (F16).
+    // 256-wide rows so the K-quants apply; a row of 96 (a 32-block fallback for K-quants) and of 40 (F16).
     std::mt19937 rng(7);
     std::normal_distribution<float> nd(0.f, 0.02f);
     auto rows = [&](DType type, size_t n) {
@@ -134,7 +134,10 @@ TEST(GgufQuantize, SyntheticF32F16BF16SourcesToEveryTarget) {
         EXPECT_EQ(q->find_tensor("w.bf16")->type, target);
         EXPECT_EQ(q->find_tensor("norm.f16")->type, DType::F32);
         bool k_quant = traits(target).block_elems == 256;
-        EXPECT_EQ(q->find_tensor("w.96")->type, k_quant ? DType::Q8_0 : target);
+        EXPECT_EQ(q->find_tensor("w.96")->type, k_quant ? gguf::block_fallback(target) : target);
+        if (k_quant) {
+            EXPECT_EQ(gguf::block_fallback(target), target == DType::Q6_K ? DType::Q8_0 : DType::Q5_0);
+        }
         EXPECT_EQ(q->find_tensor("w.40")->type, traits(target).block_elems == 1 ? target : DType::F16);
         expect_close_to_source(*src, *q);
         std::filesystem::remove(out);

@@ -51,6 +51,22 @@ void attend_head_scalar(const HeadAttention& a, const float* q, float* scores, f
 
 }  // namespace detail
 
+size_t attend_group_scratch(const HeadAttention& a) {
+    // K and V of one block as f32, per-query running max / sum, and the block's scores.
+    const size_t bs = static_cast<size_t>(a.kv->block_size());
+    return 2 * bs * a.head_dim + 2 * kMaxGroupQueries + kMaxGroupQueries * bs + static_cast<size_t>(a.n_pos);
+}
+
+void attend_group(const HeadAttention& a, const QueryGroup& g, float* scratch) {
+    if (active_isa() != Isa::Scalar && a.head_dim % 8 == 0) return detail::attend_group_avx2(a, g, scratch);
+    float* scores = scratch;  // the scalar path: one query at a time
+    for (int i = 0; i < g.n; ++i) {
+        HeadAttention one = a;
+        one.n_pos = g.n_pos[i];
+        detail::attend_head_scalar(one, g.q[i], scores, g.out[i]);
+    }
+}
+
 void attend_head(const HeadAttention& a, const float* q, float* scores, float* out) {
     if (active_isa() != Isa::Scalar && a.head_dim % 8 == 0) detail::attend_head_avx2(a, q, scores, out);
     else detail::attend_head_scalar(a, q, scores, out);

@@ -25,9 +25,26 @@ struct HeadAttention {
 // q: (head_dim), scores: scratch (n_pos), out: (head_dim).
 void attend_head(const HeadAttention& a, const float* q, float* scores, float* out);
 
+// Several queries reading the same K/V (the heads of one KV group, for a few consecutive tokens of one
+// sequence), each with its own causal length. K and V are walked once for the whole group in blocks of
+// block_size positions, with an online softmax per query (flash-attention style), so a prefill chunk or a
+// draft block does not re-read the cache once per query. Each query's arithmetic does not depend on the
+// other queries in the group: a token gets bit-identical output alone or in a batch.
+struct QueryGroup {
+    int n = 0;                 // queries (at most kMaxGroupQueries)
+    const float* q[64] = {};   // (head_dim) each
+    int n_pos[64] = {};        // query i attends to positions [0, n_pos[i])
+    float* out[64] = {};       // (head_dim) each
+};
+constexpr int kMaxGroupQueries = 64;
+// scratch: at least attend_group_scratch(a) floats.
+void attend_group(const HeadAttention& a, const QueryGroup& g, float* scratch);
+size_t attend_group_scratch(const HeadAttention& a);
+
 namespace detail {
 void attend_head_scalar(const HeadAttention& a, const float* q, float* scores, float* out);
 void attend_head_avx2(const HeadAttention& a, const float* q, float* scores, float* out);  // attention_avx2.cpp
+void attend_group_avx2(const HeadAttention& a, const QueryGroup& g, float* scratch);          // attention_avx2.cpp
 }  // namespace detail
 
 }  // namespace flint

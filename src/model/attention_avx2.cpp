@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <type_traits>
 
 #include "kv/kv_cache.h"
 #include "model/attention.h"
@@ -99,6 +101,106 @@ void attend(const HeadAttention& a, const float* q, float* scores, float* out) {
 void attend_head_avx2(const HeadAttention& a, const float* q, float* scores, float* out) {
     if (a.kv->config().type == DType::F16) attend<uint16_t>(a, q, scores, out);
     else attend<float>(a, q, scores, out);
+}
+
+}  // namespace flint::detail
+
+namespace flint::detail {
+namespace {
+
+template <typename T>
+void to_f32(const T* src, float* dst, int n) {
+    if constexpr (std::is_same_v<T, float>) {
+        std::memcpy(dst, src, sizeof(float) * n);
+    } else {
+        int i = 0;
+        for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, load8(src + i));
+        for (; i < n; ++i) dst[i] = _cvtsh_ss(src[i]);
+    }
+}
+
+template <typename T>
+void attend_group_t(const HeadAttention& a, const QueryGroup& g, float* scratch) {
+    const KVCache& kv = *a.kv;
+    const int bs = kv.block_size(), kv_dim = kv.config().kv_dim, hd = a.head_dim, nv = hd / 8;
+    const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+    const int64_t off = static_cast<int64_t>(a.kv_head) * hd;
+    float* kb = scratch;                    // (bs, hd) keys of the block, f32
+    float* vb = kb + bs * hd;               // (bs, hd) values
+    float* m = vb + bs * hd;                // (n) running max
+    float* l = m + kMaxGroupQueries;        // (n) running sum of weights
+    float* sc = l + kMaxGroupQueries;       // (n, bs) this block's scores, then weights
+    int n_max = 0;
+    for (int i = 0; i < g.n; ++i) {
+        m[i] = -INFINITY;
+        l[i] = 0;
+        std::fill(g.out[i], g.out[i] + hd, 0.0f);
+        n_max = std::max(n_max, g.n_pos[i]);
+    }
+    for (int p0 = 0; p0 < n_max; p0 += bs) {
+        const int32_t b = a.blocks[p0 / bs];
+        const int n = std::min(bs, n_max - p0);
+        const T* kr = reinterpret_cast<const T*>(kv.k(b, a.layer)) + off;
+        const T* vr = reinterpret_cast<const T*>(kv.v(b, a.layer)) + off;
+        for (int j = 0; j < n; ++j) {
+            to_f32(kr + static_cast<int64_t>(j) * kv_dim, kb + j * hd, hd);
+            to_f32(vr + static_cast<int64_t>(j) * kv_dim, vb + j * hd, hd);
+        }
+        for (int i = 0; i < g.n; ++i) {
+            const int ni = std::min(n, g.n_pos[i] - p0);  // positions of this block query i sees
+            if (ni <= 0) continue;
+            const float* q = g.q[i];
+            float* s = sc + i * bs;
+            float bmax = -INFINITY;
+            for (int j = 0; j < ni; ++j) {
+                const float* k = kb + j * hd;
+                __m256 acc = _mm256_mul_ps(_mm256_loadu_ps(k), _mm256_loadu_ps(q));
+                for (int v = 1; v < nv; ++v) acc = _mm256_fmadd_ps(_mm256_loadu_ps(k + 8 * v), _mm256_loadu_ps(q + 8 * v), acc);
+                s[j] = hsum(acc) * scale;
+                bmax = std::max(bmax, s[j]);
+            }
+            // Online softmax: rescale what was accumulated under the old max.
+            const float m_new = std::max(m[i], bmax);
+            const float rescale = m[i] == -INFINITY ? 0.0f : std::exp(m[i] - m_new);
+            float bsum = 0;
+            int j = 0;
+            for (; j + 8 <= ni; j += 8) {
+                const __m256 e = exp_neg(_mm256_sub_ps(_mm256_loadu_ps(s + j), _mm256_set1_ps(m_new)));
+                _mm256_storeu_ps(s + j, e);
+                bsum += hsum(e);
+            }
+            for (; j < ni; ++j) {
+                s[j] = std::exp(s[j] - m_new);
+                bsum += s[j];
+            }
+            l[i] = l[i] * rescale + bsum;
+            m[i] = m_new;
+            float* o = g.out[i];
+            const __m256 r = _mm256_set1_ps(rescale);
+            for (int v0 = 0; v0 < nv; v0 += 8) {  // 8 accumulators (64 dims) at a time in registers
+                const int nvv = std::min(8, nv - v0);
+                __m256 acc[8];
+                for (int v = 0; v < nvv; ++v) acc[v] = _mm256_mul_ps(_mm256_loadu_ps(o + 8 * (v0 + v)), r);
+                for (int j = 0; j < ni; ++j) {
+                    const __m256 w = _mm256_set1_ps(s[j]);
+                    const float* vv = vb + j * hd + 8 * v0;
+                    for (int v = 0; v < nvv; ++v) acc[v] = _mm256_fmadd_ps(w, _mm256_loadu_ps(vv + 8 * v), acc[v]);
+                }
+                for (int v = 0; v < nvv; ++v) _mm256_storeu_ps(o + 8 * (v0 + v), acc[v]);
+            }
+        }
+    }
+    for (int i = 0; i < g.n; ++i) {
+        const __m256 inv = _mm256_set1_ps(1.0f / l[i]);
+        for (int v = 0; v < nv; ++v) _mm256_storeu_ps(g.out[i] + 8 * v, _mm256_mul_ps(_mm256_loadu_ps(g.out[i] + 8 * v), inv));
+    }
+}
+
+}  // namespace
+
+void attend_group_avx2(const HeadAttention& a, const QueryGroup& g, float* scratch) {
+    if (a.kv->config().type == DType::F16) attend_group_t<uint16_t>(a, g, scratch);
+    else attend_group_t<float>(a, g, scratch);
 }
 
 }  // namespace flint::detail

@@ -106,7 +106,11 @@ int64_t forward(const Model& m, std::span<const SeqBatch> batch, KVCache& kv, Fo
     grow(s.hb, T * ffn);        // (T, ffn) gate, then silu(gate) * up
     grow(s.hb2, T * ffn);       // (T, ffn) up
     grow(s.rope, T * c.rope.n_rot);  // (T, n_rot) cos/sin pairs
-    grow(s.scores, static_cast<size_t>(n_threads) * max_pos);
+    {
+        HeadAttention probe{&kv, 0, {}, max_pos, 0, hd};
+        s.scores_per_thread = attend_group_scratch(probe);
+    }
+    grow(s.scores, static_cast<size_t>(n_threads) * s.scores_per_thread);
     grow(s.pos, T);
     grow(s.seq, T);
     {
@@ -127,6 +131,7 @@ int64_t forward(const Model& m, std::span<const SeqBatch> batch, KVCache& kv, Fo
     emit("inp_embd", -1, s.x.data(), dim);
 
     const int group = c.n_heads / c.n_kv_heads;
+    if (group > kMaxGroupQueries) fail("attention: ", group, " query heads per KV head (at most ", kMaxGroupQueries, ")");
     for (int l = 0; l < c.n_layers; ++l) {
         const LayerWeights& L = w.layers[l];
         rms_norm(s.x.data(), L.attn_norm, s.xb.data(), T, dim, c.rms_eps);
@@ -146,18 +151,35 @@ int64_t forward(const Model& m, std::span<const SeqBatch> batch, KVCache& kv, Fo
         emit("k", l, s.k.data(), kv_dim);
         emit("v", l, s.v.data(), kv_dim);
 
-        // Attention: every (token, head) pair is independent; spread them over the threads.
-        const int64_t units = T * c.n_heads;
+        // Attention in units of (sequence, KV head, a few consecutive tokens): the query heads of a KV group
+        // and neighbouring tokens share every K/V read. Units are spread over the threads.
+        const int tile_tokens = kMaxGroupQueries / group;
+        s.units.clear();
+        for (int64_t t0 = 0; t0 < T;) {
+            int64_t t1 = t0 + 1;
+            while (t1 < T && t1 - t0 < tile_tokens && s.seq[t1] == s.seq[t0]) ++t1;
+            for (int g = 0; g < c.n_kv_heads; ++g) s.units.push_back({t0, t1, g});
+            t0 = t1;
+        }
+        const int64_t n_units = static_cast<int64_t>(s.units.size());
         auto attend = [&](int thread, int nth) {
-            float* scores = &s.scores[static_cast<size_t>(thread) * max_pos];
-            for (int64_t u = thread; u < units; u += nth) {
-                const int64_t t = u / c.n_heads;
-                const int h = static_cast<int>(u % c.n_heads);
-                HeadAttention a{&kv, l, batch[s.seq[t]].blocks, s.pos[t] + 1, h / group, hd};
-                attend_head(a, &s.q[t * q_dim + h * hd], scores, &s.att[t * q_dim + h * hd]);
+            float* scratch = &s.scores[static_cast<size_t>(thread) * s.scores_per_thread];
+            for (int64_t u = thread; u < n_units; u += nth) {
+                const ForwardScratch::Unit& un = s.units[u];
+                HeadAttention a{&kv, l, batch[s.seq[un.t0]].blocks, 0, un.kv_head, hd};
+                QueryGroup qg;
+                for (int64_t t = un.t0; t < un.t1; ++t)
+                    for (int h = un.kv_head * group; h < (un.kv_head + 1) * group; ++h) {
+                        qg.q[qg.n] = &s.q[t * q_dim + h * hd];
+                        qg.out[qg.n] = &s.att[t * q_dim + h * hd];
+                        qg.n_pos[qg.n] = s.pos[t] + 1;
+                        a.n_pos = std::max(a.n_pos, s.pos[t] + 1);
+                        ++qg.n;
+                    }
+                attend_group(a, qg, scratch);
             }
         };
-        if (pool && units > 1) pool->run(attend);
+        if (pool && n_units > 1) pool->run(attend);
         else attend(0, 1);
         emit("kqv_out", l, s.att.data(), q_dim);
 

@@ -36,7 +36,13 @@ using ActivationDump = std::function<void(std::string_view name, int layer, cons
 // Scratch buffers, grown on demand and reused: no allocation per step once warm.
 struct ForwardScratch {
     std::vector<float> x, xb, q, k, v, att, hb, hb2, rope, out_rows;  // shapes noted in forward.cpp
-    std::vector<float> scores;  // per thread: (max positions)
+    std::vector<float> scores;  // per thread: attention scratch (scores_per_thread floats)
+    size_t scores_per_thread = 0;
+    struct Unit {
+        int64_t t0, t1;  // batch tokens [t0, t1) of one sequence
+        int kv_head;
+    };
+    std::vector<Unit> units;    // attention work units of the current layer
     std::vector<int32_t> pos;   // (T) position of each batch token
     std::vector<int32_t> seq;   // (T) index of each batch token's sequence
 };

@@ -69,8 +69,12 @@ TEST(Speculative, GreedyOutputIdenticalWithAnyPrediction) {
             EXPECT_EQ(e.usage.accepted_prediction_tokens + e.usage.rejected_prediction_tokens,
                       static_cast<int>(predictions[k].size()))
                 << "prediction " << k;
-            if (k == 0) EXPECT_EQ(e.usage.accepted_prediction_tokens, 80) << "a perfect prediction is accepted whole";
-            if (k == 4) EXPECT_EQ(e.usage.accepted_prediction_tokens, 0);
+            if (k == 0) {
+                EXPECT_EQ(e.usage.accepted_prediction_tokens, 80) << "a perfect prediction is accepted whole";
+            }
+            if (k == 4) {
+                EXPECT_EQ(e.usage.accepted_prediction_tokens, 0);
+            }
             EXPECT_LT(e.timings.steps, k == 0 ? 40 : 1000) << "a perfect prediction needs far fewer steps";
         }
     }

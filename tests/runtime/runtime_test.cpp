@@ -182,40 +182,39 @@ TEST(Runtime, InteractiveRequestsAreScheduledBeforeBackgroundOnes) {
     Runtime rt(l.model, l.tok, c);
     auto p = story_prompt(*l.tok, "Once upon a time");
     std::mutex mu;
+    std::condition_variable cv;
     std::vector<std::string> order;
     auto tagged = [&](const std::string& tag) {
         return [&, tag](const Event& e) {
             if (e.done) {
                 std::lock_guard lk(mu);
+                EXPECT_NE(e.finish, FinishReason::Cancelled) << tag;
                 order.push_back(tag);
+                cv.notify_all();
             }
         };
     };
-    // The first request occupies the only slot while the others queue up behind it.
+    // The first request occupies the only slot; its first token's callback (on the engine thread) holds the
+    // engine until the other three are queued, so they are all waiting when the slot frees.
     Collector first;
-    std::promise<void> started;
-    bool once = false;
+    std::promise<void> queued;
+    std::shared_future<void> all_queued = queued.get_future().share();
+    std::atomic<bool> once{false};
     auto fcb = first.callback();
-    rt.submit(greedy_request(p, 60), [&](const Event& e) {
+    rt.submit(greedy_request(p, 5), [&, all_queued](const Event& e) {
         fcb(e);
-        if (!once) {
-            once = true;
-            started.set_value();
-        }
+        if (!once.exchange(true)) all_queued.wait();
     });
-    started.get_future().wait();
     GenerationRequest bg = greedy_request(p, 2);
     bg.priority = Priority::Background;
     GenerationRequest fg = greedy_request(p, 2);
     rt.submit(bg, tagged("background-1"));
     rt.submit(bg, tagged("background-2"));
-    Collector last;
-    rt.submit(fg, [&, cb = last.callback()](const Event& e) {
-        tagged("interactive")(e);
-        cb(e);
-    });
+    rt.submit(fg, tagged("interactive"));
+    queued.set_value();
     first.wait();
-    rt.drain();
+    std::unique_lock lk(mu);
+    cv.wait(lk, [&] { return order.size() == 3; });
     ASSERT_EQ(order.size(), 3u);
     EXPECT_EQ(order[0], "interactive");
 }
@@ -229,16 +228,25 @@ TEST(Runtime, BackgroundWorkAgesIntoInteractive) {
     Runtime rt(l.model, l.tok, c);
     auto p = story_prompt(*l.tok, "Once upon a time");
     std::mutex mu;
+    std::condition_variable cv;
     std::vector<int> order;
+    auto record = [&](int tag) {
+        return [&, tag](const Event& e) {
+            if (!e.done) return;
+            std::lock_guard lk(mu);
+            order.push_back(tag);
+            cv.notify_all();
+        };
+    };
     Collector first;
     rt.submit(greedy_request(p, 30), first.callback());
     GenerationRequest bg = greedy_request(p, 1);
     bg.priority = Priority::Background;
-    rt.submit(bg, [&](const Event& e) { if (e.done) { std::lock_guard lk(mu); order.push_back(1); } });
-    rt.submit(greedy_request(p, 1), [&](const Event& e) { if (e.done) { std::lock_guard lk(mu); order.push_back(2); } });
+    rt.submit(bg, record(1));
+    rt.submit(greedy_request(p, 1), record(2));
     first.wait();
-    rt.drain();
-    ASSERT_EQ(order.size(), 2u);
+    std::unique_lock lk(mu);
+    cv.wait(lk, [&] { return order.size() == 2; });
     EXPECT_EQ(order[0], 1);
 }
 

@@ -78,13 +78,13 @@ void Terminal::raw_on() {
     t.c_lflag &= ~static_cast<tcflag_t>(ECHO | ICANON | IEXTEN | ISIG);
     t.c_cc[VMIN] = 1;
     t.c_cc[VTIME] = 0;
-    tcsetattr(STDIN_FILENO, TCSAFLUSH, &t);  // output post-processing stays on: "\n" still returns the carriage
+    tcsetattr(STDIN_FILENO, TCSADRAIN, &t);  // keeps type-ahead; output post-processing stays on: "\n" still returns the carriage
     raw_ = true;
 }
 
 void Terminal::raw_off() {
     if (!raw_) return;
-    tcsetattr(STDIN_FILENO, TCSAFLUSH, &saved_->tio);
+    tcsetattr(STDIN_FILENO, TCSADRAIN, &saved_->tio);
     raw_ = false;
 }
 
@@ -213,6 +213,10 @@ Terminal::Read Terminal::read_line(const std::string& prompt, std::string& line)
         } else if (c == '\t' || c >= 32) {
             buf.insert(cur, 1, static_cast<char>(c));
             ++cur;
+            if (cur == buf.size() && c < 128) {  // typing at the end: echo the character, no redraw
+                write_out(std::string(1, static_cast<char>(c)));
+                continue;
+            }
             // Let a multi-byte character arrive whole before redrawing.
             if ((c & 0xC0) == 0xC0 || (c & 0xC0) == 0x80) {
                 pollfd p{STDIN_FILENO, POLLIN, 0};

@@ -1,0 +1,186 @@
+// flint chat against a real `flint serve`: through a pseudo-terminal as a person uses it (streaming,
+// Ctrl-C / Esc interrupt, redirect from the partial answer, reconnect after the server closes the socket)
+// and through pipes as a script uses it.
+#include <gtest/gtest.h>
+
+#include "client/client_test_util.h"
+
+namespace flint::test {
+namespace {
+
+std::string chat_cmd(const ServeProcess& s, const std::string& extra) {
+    return std::string(FLINT_BINARY) + " chat --url " + s.ws_url() + " " + extra;
+}
+
+class ChatTest : public ::testing::Test {
+protected:
+    static void SetUpTestSuite() {
+        if (!shared_exists("models/stories260K.gguf") || !shared_exists("models/tiny-qwen2-f32.gguf")) return;
+        // The random-weight qwen2 model never says EOS, and its 152k-entry vocabulary makes it slow enough
+        // (~400 tok/s here) that its answer is still streaming when the test interrupts it, even on a
+        // loaded machine. (stories260K ends its story within ~40 ms; the code model's loops are drafted
+        // by prompt lookup at thousands of tokens per second.)
+        server_ = new ServeProcess("-m stories=" + shared_path("models/stories260K.gguf") + " -m qwen=" +
+                                   shared_path("models/tiny-qwen2-f32.gguf"));
+    }
+    static void TearDownTestSuite() {
+        delete server_;
+        server_ = nullptr;
+    }
+    void SetUp() override {
+        FLINT_REQUIRE_SHARED("models/stories260K.gguf");
+        FLINT_REQUIRE_SHARED("models/tiny-qwen2-f32.gguf");
+        ASSERT_GT(server_->port(), 0) << "flint serve did not start";
+    }
+    static ServeProcess* server_;
+};
+ServeProcess* ChatTest::server_ = nullptr;
+
+TEST_F(ChatTest, StreamsAnAnswerAndChainsTheNextTurnOnTheCachedPrefix) {
+    Pty p(chat_cmd(*server_, "--model stories -n 24 --temp 0"));
+    ASSERT_NE(p.wait_for("> "), std::string::npos) << p.out();
+    p.type("Once upon a time\r");
+    size_t s1 = p.wait_for("[ttft");
+    ASSERT_NE(s1, std::string::npos) << p.out();
+    p.type("The little dog\r");
+    size_t s2 = p.wait_for("[ttft", s1 + 1);
+    ASSERT_NE(s2, std::string::npos) << p.out();
+    p.wait_for("> ", s2);
+    auto cached = cached_counts(p.out());
+    ASSERT_EQ(cached.size(), 2u) << p.out();
+    EXPECT_GT(cached[1], 0) << "the second turn should reuse the first turn's KV\n" << p.out();
+    // The answer streamed: text between the typed line and the status line.
+    const size_t typed = p.out().find("Once upon a time");
+    EXPECT_GT(s1 - typed, std::string("Once upon a time\r\n").size() + 5) << p.out();
+    p.type("\x04");  // Ctrl-D exits
+    EXPECT_EQ(p.wait_exit(), 0) << p.out();
+}
+
+TEST_F(ChatTest, CtrlCInterruptsKeepsThePartialAnswerAndTheNextLineContinuesFromIt) {
+    Pty p(chat_cmd(*server_, "--model qwen -n 1500"));
+    ASSERT_NE(p.wait_for("> "), std::string::npos) << p.out();
+    p.type("Once upon a time\r");
+    const size_t echo = p.wait_for("\r\n", p.wait_for("Once upon a time"));
+    ASSERT_NE(echo, std::string::npos) << p.out();
+    // Interrupt as soon as the answer starts to stream.
+    p.wait_size(echo + 20);
+    p.type("\x03");
+    const size_t note = p.wait_for("(interrupted");
+    ASSERT_NE(note, std::string::npos) << "the answer was not interrupted (did it finish first?)\n" << p.out();
+    const std::string partial = p.out().substr(echo + 2, note - echo - 2);
+    EXPECT_GT(partial.size(), 2u) << "the partial answer stays on screen";
+    ASSERT_NE(p.wait_for("> ", note), std::string::npos);
+    p.type("Then the dog said\r");
+    const size_t typed = p.wait_for("\r\n", p.wait_for("Then the dog said", note));
+    ASSERT_NE(typed, std::string::npos) << p.out().substr(note);
+    p.wait_size(typed + 20);
+    p.type("\x03");  // this answer is long too: its status line (with cached tokens) follows the interrupt
+    const size_t s2 = p.wait_for("[ttft", typed);
+    ASSERT_NE(s2, std::string::npos) << p.out().substr(note);
+    auto cached = cached_counts(p.out());
+    ASSERT_GE(cached.size(), 2u) << p.out();
+    // The redirect continues on the cancelled response's KV: its prompt and the partial output.
+    EXPECT_GT(cached.back(), 4) << p.out();
+    p.wait_for("> ", s2);
+    p.type("\x03");  // Ctrl-C at an empty prompt exits
+    EXPECT_EQ(p.wait_exit(), 0) << p.out();
+}
+
+TEST_F(ChatTest, EscInterruptsToo) {
+    Pty p(chat_cmd(*server_, "--model qwen -n 1500"));
+    ASSERT_NE(p.wait_for("> "), std::string::npos);
+    p.type("Once upon a time\r");
+    const size_t echo = p.wait_for("\r\n", p.wait_for("Once upon a time"));
+    ASSERT_NE(echo, std::string::npos) << p.out();
+    p.wait_size(echo + 20);
+    p.type("\x1b");
+    EXPECT_NE(p.wait_for("(interrupted"), std::string::npos) << p.out();
+    p.wait_for("> ", echo + 20);
+    p.type("\x04");
+    EXPECT_EQ(p.wait_exit(), 0);
+}
+
+TEST_F(ChatTest, CommandsAndAttachedFiles) {
+    const std::string dir = temp_dir("chat-file");
+    write_file(dir + "/notes.txt", "Lily had a red ball.\n");
+    Pty p(chat_cmd(*server_, "--model stories -n 8 --temp 0"));
+    ASSERT_NE(p.wait_for("> "), std::string::npos);
+    p.type("/help\r");
+    EXPECT_NE(p.wait_for("/file PATH"), std::string::npos) << p.out();
+    p.type("/file " + dir + "/notes.txt\r");
+    EXPECT_NE(p.wait_for("attached"), std::string::npos) << p.out();
+    p.type("/file " + dir + "/missing.txt\r");
+    EXPECT_NE(p.wait_for("no such file"), std::string::npos) << p.out();
+    p.type("What did Lily have?\r");
+    const size_t s1 = p.wait_for("[ttft");
+    ASSERT_NE(s1, std::string::npos) << p.out();
+    // The attached file went into the prompt: more input tokens than the question alone.
+    const size_t slash = p.out().find('/', p.out().find("cached ", s1));
+    EXPECT_GT(std::atoi(p.out().c_str() + slash + 1), 12) << p.out();
+    p.type("/model\r");
+    EXPECT_NE(p.wait_for("model:"), std::string::npos);
+    p.type("/reset\r");
+    EXPECT_NE(p.wait_for("new conversation"), std::string::npos);
+    p.type("/bogus\r");
+    EXPECT_NE(p.wait_for("unknown command"), std::string::npos) << p.out();
+    p.type("/quit\r");
+    EXPECT_EQ(p.wait_exit(), 0);
+    std::filesystem::remove_all(dir);
+}
+
+TEST(ChatReconnect, ReopensTheSocketWithTheWholeConversationWhenTheServerClosesIt) {
+    FLINT_REQUIRE_SHARED("models/stories260K.gguf");
+    ServeProcess s("--ws-max-age 2");
+    ASSERT_GT(s.port(), 0);
+    Pty p(chat_cmd(s, "-n 16 --temp 0"));
+    ASSERT_NE(p.wait_for("> "), std::string::npos);
+    p.type("Once upon a time\r");
+    const size_t s1 = p.wait_for("[ttft");
+    ASSERT_NE(s1, std::string::npos) << p.out();
+    std::this_thread::sleep_for(std::chrono::milliseconds(2600));  // past the server's connection age limit
+    p.type("The cat\r");
+    const size_t re = p.wait_for("reconnected", s1);
+    ASSERT_NE(re, std::string::npos) << p.out();
+    const size_t s2 = p.wait_for("[ttft", re);
+    ASSERT_NE(s2, std::string::npos) << p.out();
+    // The whole conversation was resent: the prompt holds turn 1 (cached from the prefix cache) and more.
+    auto cached = cached_counts(p.out());
+    ASSERT_EQ(cached.size(), 2u);
+    EXPECT_GT(cached[1], 0) << p.out();
+    p.type("\x04");
+    EXPECT_EQ(p.wait_exit(), 0);
+}
+
+TEST_F(ChatTest, PipesGetPlainTextAndNoEscapeCodes) {
+    const std::string dir = temp_dir("chat-pipe");
+    const std::string err = dir + "/err.txt";
+    write_file(dir + "/in.txt", "Once upon a time\nThe dog\n");
+    auto r = run_flint("chat --url " + server_->ws_url() + " --model stories -n 12 --temp 0 <" + dir + "/in.txt", err);
+    const std::string e = read_text(err);
+    EXPECT_EQ(r.exit_code, 0) << e;
+    EXPECT_EQ(r.out.find('\x1b'), std::string::npos);
+    EXPECT_EQ(e.find('\x1b'), std::string::npos);
+    EXPECT_EQ(cached_counts(e).size(), 2u) << e;
+    EXPECT_GE(std::count(r.out.begin(), r.out.end(), '\n'), 2) << r.out;
+    std::filesystem::remove_all(dir);
+}
+
+TEST(ChatErrors, ServerDownAndWrongKeyExitNonZeroWithAMessage) {
+    FLINT_REQUIRE_SHARED("models/stories260K.gguf");
+    const std::string dir = temp_dir("chat-err");
+    auto r = run_flint("chat --url ws://127.0.0.1:1/v1/responses </dev/null", dir + "/e1");
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_NE(read_text(dir + "/e1").find("cannot connect"), std::string::npos) << read_text(dir + "/e1");
+    ServeProcess s("--api-key right-key");
+    ASSERT_GT(s.port(), 0);
+    r = run_flint("chat --url " + s.ws_url() + " --api-key wrong-key </dev/null", dir + "/e2");
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_NE(read_text(dir + "/e2").find("401"), std::string::npos) << read_text(dir + "/e2");
+    write_file(dir + "/in.txt", "Hello\n");
+    r = run_flint("chat --url " + s.ws_url() + " --api-key right-key -n 4 <" + dir + "/in.txt", dir + "/e3");
+    EXPECT_EQ(r.exit_code, 0) << read_text(dir + "/e3");
+    std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace flint::test

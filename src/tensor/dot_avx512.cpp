@@ -175,7 +175,11 @@ void decode_rows(int64_t nb, const void* w, size_t ws, int nr, const BlockQ8_0* 
     constexpr int64_t kPairs = 64;  // activation pairs prepared at once (8.5 KB, stays in L1)
     alignas(64) __m512i av[kPairs], ainit[kPairs];
     alignas(64) float da[2 * kPairs];  // the pair's two activation scales; spread per row below
-    for (int r = 0; r < nr; ++r) y[r] = 0;
+    // One accumulator per row, carried across the activation chunks, fed pair by pair in ascending order:
+    // exactly the arithmetic of tile_rt, so a token's result does not depend on the batch it is in
+    // (speculative verification and continuous batching rely on that).
+    alignas(64) __m512 racc[kDecodeRows];
+    for (int r = 0; r < nr; ++r) racc[r] = _mm512_setzero_ps();
     for (int64_t p0 = 0; p0 < (nb + 1) / 2; p0 += kPairs) {
         const int64_t np = std::min(kPairs, (nb + 1) / 2 - p0);
         for (int64_t p = 0; p < np; ++p) {
@@ -188,46 +192,38 @@ void decode_rows(int64_t nb, const void* w, size_t ws, int nr, const BlockQ8_0* 
         }
         for (int r = 0; r < nr; ++r) {
             const auto* wr = row_ptr<typename W::Block>(w, ws, r);
-            __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
             auto pair = [&](int64_t p, auto tail, __m512 acc) -> __m512 {
                 constexpr bool kTail = decltype(tail)::value;
                 const int64_t b = 2 * (p0 + p);
                 _mm_prefetch(reinterpret_cast<const char*>(wr + b) + kPrefetchBytes, _MM_HINT_T0);
                 const __m512i wv = W::template load<kTail>(wr + b);
-                // Multiply the two scale products in a 128-bit register, then spread once: cheaper
-                // than widening both and multiplying 16 lanes (decode is load/uop bound).
+                // The two scale products in a 128-bit register, then spread once: the same products
+                // tile_rt forms in 512 bits, for fewer uops (decode is load/uop bound).
                 const __m128 dwa = _mm_mul_ps(halves2(wr[b].d, kTail ? 0 : wr[b + 1].d),
                                               _mm_castsi128_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(da + 2 * p))));
                 const __m512i isum = _mm512_dpbusd_epi32(ainit[p], wv, av[p]);
                 return _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), spread2<W::kPermuted>(dwa), acc);
             };
             const int64_t full = (2 * (p0 + np) <= nb) ? np : np - 1;  // last pair may be half a pair
+            __m512 acc = racc[r];
             int64_t p = 0;
-            for (; p + 2 <= full; p += 2) {  // two accumulators: not one long FMA dependency chain
-                acc0 = pair(p, std::false_type{}, acc0);
-                acc1 = pair(p + 1, std::false_type{}, acc1);
-            }
-            if (p < full) acc0 = pair(p++, std::false_type{}, acc0);
-            if (p < np) acc1 = pair(p, std::true_type{}, acc1);
-            y[r] += _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
+            for (; p < full; ++p) acc = pair(p, std::false_type{}, acc);
+            if (p < np) acc = pair(p, std::true_type{}, acc);
+            racc[r] = acc;
         }
     }
+    for (int r = 0; r < nr; ++r) y[r] = _mm512_reduce_add_ps(racc[r]);
 }
 
-// Q8_0 decode goes to the AVX2 kernel. Measured, whole 0.5B decode step, 2 threads, alternating
-// runs: AVX2 23.1-23.6 GB/s (85-87% of a plain read of the same bytes) against AVX-512 20.0 GB/s
-// (79-81%), although one thread per CPU-second favoured AVX-512. Q4_0 showed no difference.
-TileFn g_q8_0_decode = nullptr;
+// Q8_0 decode once went to the AVX2 kernel (measured, whole 0.5B decode step, 2 threads: AVX2 85-87% of a
+// plain read of the same bytes, AVX-512 79-81%). It stays on AVX-512 so that decode and batched products
+// agree bit for bit (the AVX2 kernel sums in another order); see tests/tensor/batch_invariance_test.cpp.
 
 // Batches: tokens 4 at a time (4x4 = 16 accumulators of the 32 registers), then the remainder.
 template <typename W>
 void tile_q8(int64_t cols, const void* w, size_t ws, int nr, const void* a, size_t as, int nt, float* y, int64_t ldy) {
     const int64_t nb = cols / QK;
-    if (nt == 1) {
-        if constexpr (std::is_same_v<W, Q8_0W>)
-            if (g_q8_0_decode) return g_q8_0_decode(cols, w, ws, nr, a, as, nt, y, ldy);
-        return decode_rows<W>(nb, w, ws, nr, static_cast<const BlockQ8_0*>(a), y);
-    }
+    if (nt == 1) return decode_rows<W>(nb, w, ws, nr, static_cast<const BlockQ8_0*>(a), y);
     const auto* ab = static_cast<const uint8_t*>(a);
     int t = 0;
     for (; t + 4 <= nt; t += 4) rows_dispatch<W, 4>(nr, nb, w, ws, ab + size_t(t) * as, as, y + t * ldy, ldy);
@@ -373,7 +369,6 @@ constexpr int id(DType t) { return static_cast<int>(t); }
 }  // namespace
 
 void fill_avx512(KernelSet& k) {
-    g_q8_0_decode = k.tile[id(DType::Q8_0)];  // the AVX2 table's, see tile_q8
     k.tile[id(DType::Q8_0)] = tile_q8<Q8_0W>;
     k.tile[id(DType::Q4_0)] = tile_q8<Q4_0W>;
     k.tile[id(DType::Q5_0)] = tile_q8<Q5_0W>;

@@ -170,7 +170,7 @@ struct Runtime::Impl {
         s->stops = StopMatcher(r.stop);
         if (cfg.speculative && !r.prediction.empty()) {
             s->prediction.emplace(r.prediction);
-            s->draft_len.emplace(std::min(8, cfg.max_draft), cfg.max_draft);
+            s->draft_len.emplace(cfg.max_draft, cfg.max_draft);  // predictions are usually good: start long
         } else if (cfg.speculative && r.prompt_lookup) {
             s->lookup.emplace();
             s->draft_len.emplace(4, cfg.max_draft);

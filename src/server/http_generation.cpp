@@ -39,10 +39,15 @@ struct InFlight {
         ++st.metrics.in_flight;
         if (!id.empty()) st.add_live(id, std::move(l));
     }
-    ~InFlight() {
+    // Before the final reply: a client that GETs the response right after must find the stored one.
+    void finish() {
+        if (done) return;
+        done = true;
         --st.metrics.in_flight;
         if (!id.empty()) st.remove_live(id);
     }
+    ~InFlight() { finish(); }
+    bool done = false;
 };
 
 // The open SSE response: header once, then chunks. A failed write marks the client gone (and cancels).
@@ -88,6 +93,55 @@ struct SseWriter {
     }
 };
 
+// Notices a client that goes away while its response is generated (the socket becomes readable with EOF
+// or an error), and cancels the generation at once — without it a vanished client would only be noticed at
+// the next write, and abandoned requests would keep their place in the engine queue. It waits on the raw
+// socket (no bytes consumed, no stream timeout); pipelined request bytes end the watch without a cancel.
+class ClientWatch {
+public:
+    ClientWatch(HttpContext& c, Runtime& rt, uint64_t rid) : c_(c) {
+        state_ = std::make_shared<State>();
+        state_->signal = std::make_shared<Signal>(c.stream.get_executor());
+        state_->running = true;
+        net::co_spawn(c.stream.get_executor(), watch(c.stream.socket(), state_, &rt, rid, &c.st.metrics), net::detached);
+    }
+    bool gone() const { return state_->gone; }
+    // Ends the watch before the socket is used for anything else (the next request, a reply).
+    net::awaitable<void> stop() {
+        state_->stop = true;  // the watch may not have started yet: it checks this first
+        if (state_->running) {
+            boost::system::error_code ec;
+            c_.stream.socket().cancel(ec);
+            while (state_->running) co_await state_->signal->wait();
+        }
+    }
+
+private:
+    struct State {
+        std::shared_ptr<Signal> signal;
+        bool running = false;
+        bool gone = false;
+        bool stop = false;
+    };
+    static net::awaitable<void> watch(tcp::socket& sock, std::shared_ptr<State> st, Runtime* rt, uint64_t rid, Metrics* m) {
+        boost::system::error_code ec;
+        if (!st->stop) co_await sock.async_wait(tcp::socket::wait_read, net::redirect_error(net::use_awaitable, ec));
+        if (!st->stop && ec != net::error::operation_aborted) {
+            char b;
+            size_t n = ec ? 0 : sock.receive(net::buffer(&b, 1), tcp::socket::message_peek, ec);
+            if (ec || n == 0) {
+                st->gone = true;
+                rt->cancel(rid);
+                ++m->disconnects;
+            }
+        }
+        st->running = false;
+        st->signal->notify();
+    }
+    HttpContext& c_;
+    std::shared_ptr<State> state_;
+};
+
 std::string sse_events(const std::vector<json>& events) {
     std::string s;
     for (const json& e : events) s += "event: " + e["type"].get<std::string>() + "\ndata: " + dump(e) + "\n\n";
@@ -114,6 +168,7 @@ net::awaitable<void> handle_responses_create(HttpContext& c, const json& body) {
     Runtime& rt = *p.model->runtime;
     const uint64_t rid = submit(rt, p.gen, *chan);
     InFlight live(c.st, p.rec.id, LiveResponse{&rt, rid, response_object(p.rec)});
+    ClientWatch watch(c, rt, rid);
     ResponseEvents events(p.rec, *p.model->tokenizer);
     std::vector<json> out;
     events.start(out);
@@ -121,7 +176,8 @@ net::awaitable<void> handle_responses_create(HttpContext& c, const json& body) {
     SseWriter sse{c};
     if (stream) {
         co_await sse.begin();
-        co_await sse.chunk(sse_events(out));
+        const std::string head = sse_events(out);
+        co_await sse.chunk(head);
     }
     Event final_ev;
     for (bool done = false; !done;) {
@@ -136,18 +192,33 @@ net::awaitable<void> handle_responses_create(HttpContext& c, const json& body) {
                 events.token(ev, out);
             }
         }
+        if (done) {
+            // Stored (and no longer live) before the terminal event leaves: a client that GETs the
+            // response as soon as it sees response.completed finds it.
+            co_await watch.stop();
+            account(c.st, c.key, final_ev.usage);
+            store_if_asked(c.st, p.rec);
+            live.finish();
+        }
         if (!stream) continue;
         const bool was_gone = sse.gone;
-        co_await sse.chunk(sse_events(out));
-        if (sse.gone && !was_gone) {
+        const std::string chunk = sse_events(out);
+        co_await sse.chunk(chunk);
+        if (sse.gone && !was_gone && !watch.gone()) {
             rt.cancel(rid);  // keep draining until the engine confirms, so nothing is left running
             ++c.st.metrics.disconnects;
         }
     }
-    account(c.st, c.key, final_ev.usage);
-    store_if_asked(c.st, p.rec);
+    if (watch.gone()) {
+        c.closed = true;  // nobody to answer
+        co_return;
+    }
     if (stream) co_await sse.end();
-    else co_await write_json(c, 200, response_object(p.rec), server_timing(final_ev.timings, parse_ms));
+    else {
+        const json obj = response_object(p.rec);
+        const std::string timing = server_timing(final_ev.timings, parse_ms);
+        co_await write_json(c, 200, obj, timing);
+    }
 }
 
 net::awaitable<void> handle_chat_completions(HttpContext& c, const json& body) {
@@ -159,6 +230,7 @@ net::awaitable<void> handle_chat_completions(HttpContext& c, const json& body) {
     Runtime& rt = *p.model->runtime;
     const uint64_t rid = submit(rt, p.gen, *chan);
     InFlight live(c.st, "", {});
+    ClientWatch watch(c, rt, rid);
     const std::string id = make_id("chatcmpl-");
     const int64_t created = now_s();
     const std::string& model = p.model->name;
@@ -196,12 +268,18 @@ net::awaitable<void> handle_chat_completions(HttpContext& c, const json& body) {
         }
         const bool was_gone = sse.gone;
         if (req.p.stream) co_await sse.chunk(out);
-        if (sse.gone && !was_gone) {
+        if (sse.gone && !was_gone && !watch.gone()) {
             rt.cancel(rid);
             ++c.st.metrics.disconnects;
         }
     }
+    co_await watch.stop();
     account(c.st, c.key, final_ev.usage);
+    live.finish();
+    if (watch.gone()) {
+        c.closed = true;
+        co_return;
+    }
     json tool_calls = json::array();
     if (tools) {
         ParsedOutput parsed = parse_tool_calls(text);
@@ -214,8 +292,9 @@ net::awaitable<void> handle_chat_completions(HttpContext& c, const json& body) {
     if (!req.p.stream) {
         json lp = req.p.logprobs ? json{{"content", logprobs}} : json(nullptr);
         for (auto& t : tool_calls) t.erase("index");
-        co_await write_json(c, 200, chat_completion_object(id, model, created, text, tool_calls, finish, final_ev.usage, lp),
-                            server_timing(final_ev.timings, parse_ms));
+        const json obj = chat_completion_object(id, model, created, text, tool_calls, finish, final_ev.usage, lp);
+        const std::string timing = server_timing(final_ev.timings, parse_ms);
+        co_await write_json(c, 200, obj, timing);
         co_return;
     }
     std::string out;
@@ -236,6 +315,7 @@ net::awaitable<void> handle_completions(HttpContext& c, const json& body) {
     Runtime& rt = *p.model->runtime;
     const uint64_t rid = submit(rt, p.gen, *chan);
     InFlight live(c.st, "", {});
+    ClientWatch watch(c, rt, rid);
     const std::string id = make_id("cmpl-");
     const int64_t created = now_s();
     const std::string& model = p.model->name;
@@ -244,7 +324,8 @@ net::awaitable<void> handle_completions(HttpContext& c, const json& body) {
     std::string text = req.echo ? req.prompt : "";
     if (req.p.stream) {
         co_await sse.begin();
-        if (!text.empty()) co_await sse.chunk(data(completion_chunk(id, model, created, text, nullptr)));
+        const std::string echo = text.empty() ? std::string() : data(completion_chunk(id, model, created, text, nullptr));
+        co_await sse.chunk(echo);
     }
     Event final_ev;
     for (bool done = false; !done;) {
@@ -261,16 +342,23 @@ net::awaitable<void> handle_completions(HttpContext& c, const json& body) {
         }
         const bool was_gone = sse.gone;
         if (req.p.stream) co_await sse.chunk(out);
-        if (sse.gone && !was_gone) {
+        if (sse.gone && !was_gone && !watch.gone()) {
             rt.cancel(rid);
             ++c.st.metrics.disconnects;
         }
     }
+    co_await watch.stop();
     account(c.st, c.key, final_ev.usage);
+    live.finish();
+    if (watch.gone()) {
+        c.closed = true;
+        co_return;
+    }
     const std::string finish = finish_reason_string(final_ev.finish, false);
     if (!req.p.stream) {
-        co_await write_json(c, 200, completion_object(id, model, created, text, finish, final_ev.usage),
-                            server_timing(final_ev.timings, parse_ms));
+        const json obj = completion_object(id, model, created, text, finish, final_ev.usage);
+        const std::string timing = server_timing(final_ev.timings, parse_ms);
+        co_await write_json(c, 200, obj, timing);
         co_return;
     }
     std::string out = data(completion_chunk(id, model, created, "", finish));

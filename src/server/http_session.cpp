@@ -76,7 +76,8 @@ net::awaitable<void> write_reply(HttpContext& c, int status, const std::string& 
 }
 
 net::awaitable<void> write_json(HttpContext& c, int status, const json& body, const std::string& timing) {
-    co_await write_reply(c, status, "application/json", dump(body), timing);
+    const std::string type = "application/json";
+    co_await write_reply(c, status, type, dump(body), timing);
 }
 
 net::awaitable<void> write_error(HttpContext& c, const ApiError& e) {
@@ -84,7 +85,8 @@ net::awaitable<void> write_error(HttpContext& c, const ApiError& e) {
         c.headers.emplace_back("retry-after", std::to_string(static_cast<int64_t>(std::ceil(e.retry_after_s))));
         c.headers.emplace_back("retry-after-ms", std::to_string(static_cast<int64_t>(std::ceil(e.retry_after_s * 1000))));
     }
-    co_await write_json(c, e.status, error_body(e));
+    const json body = error_body(e);
+    co_await write_json(c, e.status, body);
 }
 
 net::awaitable<void> run_http_session(std::shared_ptr<ServerState> st, tcp::socket socket) {
@@ -100,39 +102,36 @@ net::awaitable<void> run_http_session(std::shared_ptr<ServerState> st, tcp::sock
     } count{st->metrics.connections};
     auto secs = [](double s) { return std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(s)); };
 
+    bool linger = false;
     for (;;) {
         http::request_parser<http::string_body> parser;
         parser.body_limit(static_cast<std::uint64_t>(st->cfg.body_limit));
         parser.header_limit(64 * 1024);
         stream.expires_after(secs(st->cfg.idle_timeout_s));
         co_await http::async_read_header(stream, buffer, parser, net::redirect_error(net::use_awaitable, ec));
-        if (ec) break;  // closed, timed out or unparseable: nothing sensible to answer
+        // A Content-Length over the limit is refused here already (body_limit), before any body is read.
+        if (ec && ec != http::error::body_limit) break;  // closed, timed out or unparseable: nothing to answer
         auto t0 = std::chrono::steady_clock::now();
-        if (parser.get()[http::field::expect] == "100-continue") {
+        if (!ec && parser.get()[http::field::expect] == "100-continue") {
             http::response<http::empty_body> cont{http::status::continue_, 11};
             co_await http::async_write(stream, cont, net::redirect_error(net::use_awaitable, ec));
             if (ec) break;
         }
-        stream.expires_after(secs(st->cfg.body_timeout_s));
-        co_await http::async_read(stream, buffer, parser, net::redirect_error(net::use_awaitable, ec));
+        if (!ec) {
+            stream.expires_after(secs(st->cfg.body_timeout_s));
+            co_await http::async_read(stream, buffer, parser, net::redirect_error(net::use_awaitable, ec));
+        }
         const auto& req = parser.get();
         HttpContext c{stream, req, *st, request_id_for(req), nullptr, {}, t0, "", req.keep_alive(), false};
         if (ec == http::error::body_limit) {
             c.keep_alive = false;  // the rest of the body is still in flight: the connection is unusable
             c.endpoint = "body_too_large";
-            co_await write_error(c, ApiError{413, "invalid_request_error", "request_too_large", "",
-                                             "Request body exceeds the limit of " + std::to_string(st->cfg.body_limit) + " bytes."});
-            // Lingering close: a client still sending its body would get a reset, losing our reply, if we
-            // closed with its bytes unread. Stop sending, then discard input briefly until it stops too.
-            stream.socket().shutdown(tcp::socket::shutdown_send, ec);
-            stream.expires_after(std::chrono::seconds(2));
-            std::vector<char> sink(16384);
-            for (int64_t n = 0; n < 4 * st->cfg.body_limit + (1 << 20);) {
-                size_t got = co_await stream.async_read_some(net::buffer(sink), net::redirect_error(net::use_awaitable, ec));
-                if (ec) break;
-                n += static_cast<int64_t>(got);
-            }
-            co_return;
+            // Named, not a temporary in the co_await expression: GCC 12 destroys such aggregates twice.
+            const ApiError too_large{413, "invalid_request_error", "request_too_large", "",
+                                     "Request body exceeds the limit of " + std::to_string(st->cfg.body_limit) + " bytes."};
+            co_await write_error(c, too_large);
+            linger = true;
+            break;
         }
         if (ec) break;
 
@@ -173,6 +172,17 @@ net::awaitable<void> run_http_session(std::shared_ptr<ServerState> st, tcp::sock
         if (c.closed || !c.keep_alive) break;
     }
     stream.socket().shutdown(tcp::socket::shutdown_send, ec);
+    if (linger) {
+        // Lingering close after a 413: a client still sending its body would get a reset, losing our
+        // reply, if we closed with its bytes unread. We stopped sending; discard input briefly until it stops.
+        stream.expires_after(std::chrono::seconds(2));
+        std::vector<char> sink(16384);
+        for (int64_t n = 0; n < 4 * st->cfg.body_limit + (1 << 20);) {
+            size_t got = co_await stream.async_read_some(net::buffer(sink), net::redirect_error(net::use_awaitable, ec));
+            if (ec) break;
+            n += static_cast<int64_t>(got);
+        }
+    }
 }
 
 }  // namespace flint::server

@@ -87,7 +87,8 @@ public:
             conn_->inbox.pop_front();
             if (f.kind == ClientFrame::Kind::Error) {
                 st_.metrics.request(kEndpoint, f.error->status);
-                co_await send(ws_error_frame(*f.error));
+                const json frame = ws_error_frame(*f.error);
+                co_await send(frame);
                 continue;
             }
             co_await turn(std::move(f.body));
@@ -135,7 +136,8 @@ private:
         }
         if (err) {
             st_.metrics.request(kEndpoint, err->status);
-            co_await send(ws_error_frame(*err));
+            const json frame = ws_error_frame(*err);
+            co_await send(frame);
             co_return;
         }
         st_.metrics.request(kEndpoint, 200);
@@ -161,7 +163,8 @@ private:
             }
             if (done) break;
             out.clear();
-            for (const Event& ev : co_await chan->next()) {
+            std::vector<Event> batch = co_await chan->next();
+            for (const Event& ev : batch) {
                 if (ev.done) {
                     events.finish(ev, p->gen.prompt, out);
                     final_ev = ev;
@@ -170,7 +173,12 @@ private:
                     events.token(ev, out);
                 }
             }
+            if (done) finish_turn(rec, final_ev);  // before the terminal event goes out
         }
+    }
+
+    // Bookkeeping once the engine is done: the connection's history, the store, the live registry.
+    void finish_turn(const ResponseRecord& rec, const Event& final_ev) {
         conn_->in_flight = false;
         --st_.metrics.in_flight;
         st_.remove_live(rec.id);

@@ -154,6 +154,8 @@ void sse_and_disconnect(int port, const std::string& target, const json& body, s
         size_t n = s.read_some(net::buffer(buf), ec);
         if (ec) break;
         got.append(buf, n);
+        if (got.size() >= 12 && got.compare(0, 12, "HTTP/1.1 200") != 0)
+            throw std::runtime_error("sse_and_disconnect: " + got.substr(0, got.find("\r\n")));
     }
     // Reset rather than a polite FIN: the server's next write fails at once.
     s.set_option(net::socket_base::linger(true, 0), ec);
@@ -245,7 +247,7 @@ int ws_handshake_status(int port, const Headers& headers) {
     h.emplace_back("Upgrade", "websocket");
     h.emplace_back("Sec-WebSocket-Version", "13");
     h.emplace_back("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ==");
-    return http(port, "GET", "/v1/responses", "", h).status;
+    return flint::test::http(port, "GET", "/v1/responses", "", h).status;
 }
 
 double metric(const std::string& text, const std::string& series) {

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <thread>
 
 #include "harness.h"
@@ -188,12 +189,22 @@ TEST(Metrics, ThousandClientsVanishingMidStreamLeakNothing) {
     TestServer s;
     json req = {{"model", "stories"}, {"input", "Once upon a time"}, {"max_output_tokens", 200}, {"stream", true}};
     std::vector<std::thread> clients;
-    std::atomic<int> next{0};
+    std::atomic<int> next{0}, failures{0};
+    std::mutex mu;
+    std::string first_failure;
     for (int t = 0; t < 8; ++t)
         clients.emplace_back([&] {
-            while (next++ < 1000) sse_and_disconnect(s.port(), "/v1/responses", req, 600);
+            while (next++ < 1000) {
+                try {
+                    sse_and_disconnect(s.port(), "/v1/responses", req, 600);
+                } catch (const std::exception& e) {
+                    std::lock_guard lock(mu);
+                    if (failures++ == 0) first_failure = e.what();
+                }
+            }
         });
     for (auto& t : clients) t.join();
+    EXPECT_EQ(failures, 0) << first_failure;
     std::string text;
     auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     while (std::chrono::steady_clock::now() < until) {

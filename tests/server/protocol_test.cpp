@@ -1,0 +1,176 @@
+// Transport-free pieces of the server: the Responses event state machine (text, tool calls, cancel),
+// prompt building for chat-template models (continuations append to the exact previous tokens), and
+// WebSocket frame classification. No sockets, no engine.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "gguf/gguf.h"
+#include "server/conversation.h"
+#include "server/model_registry.h"
+#include "server/responses_api.h"
+#include "server/ws_protocol.h"
+#include "test_paths.h"
+
+namespace flint::server {
+namespace {
+
+std::shared_ptr<Tokenizer> load_tokenizer(const std::string& rel) {
+    return Tokenizer::from_gguf(*gguf::File::open(test::shared_path(rel)));
+}
+
+Event token_event(const std::string& text, int32_t id = 1) {
+    Event e;
+    e.token = id;
+    e.text = text;
+    return e;
+}
+
+std::vector<std::string> types(const std::vector<json>& evs) {
+    std::vector<std::string> t;
+    for (auto& e : evs) t.push_back(e["type"]);
+    return t;
+}
+
+TEST(ResponseEvents, ToolCallTextBecomesAFunctionCallItemAndIsNotShownAsText) {
+    FLINT_REQUIRE_SHARED("models/stories260K.gguf");
+    auto tok = load_tokenizer("models/stories260K.gguf");
+    ResponseRecord rec;
+    rec.id = "resp_x";
+    rec.req.tools = json::array({{{"type", "function"}, {"name", "get_weather"}, {"parameters", json::object()}}});
+    ResponseEvents ev(rec, *tok);
+    std::vector<json> out;
+    ev.start(out);
+    for (const char* t : {"Let me check. ", "<tool", "_call>\n{\"name\": \"get_weather\", ", "\"arguments\": {\"city\": \"Paris\"}}\n</tool_call>"})
+        ev.token(token_event(t), out);
+    Event fin;
+    fin.done = true;
+    fin.finish = FinishReason::Eos;
+    fin.usage.prompt_tokens = 10;
+    fin.usage.completion_tokens = 4;
+    ev.finish(fin, {1, 2, 3}, out);
+    std::string shown;
+    for (auto& e : out)
+        if (e["type"] == "response.output_text.delta") shown += e["delta"].get<std::string>();
+    EXPECT_EQ(shown, "Let me check. ");
+    ASSERT_EQ(rec.output.size(), 2u);
+    EXPECT_EQ(rec.output[0]["type"], "message");
+    const json& fc = rec.output[1];
+    EXPECT_EQ(fc["type"], "function_call");
+    EXPECT_EQ(fc["name"], "get_weather");
+    EXPECT_EQ(json::parse(fc["arguments"].get<std::string>()), json({{"city", "Paris"}}));
+    EXPECT_EQ(fc["call_id"].get<std::string>().rfind("call_", 0), 0u);
+    EXPECT_EQ(fc["status"], "completed");
+    auto t = types(out);
+    auto at = [&](const char* name) { return std::find(t.begin(), t.end(), name) - t.begin(); };
+    EXPECT_LT(at("response.function_call_arguments.delta"), at("response.function_call_arguments.done"));
+    EXPECT_EQ(t.back(), "response.completed");
+    EXPECT_EQ(rec.status, "completed");
+    EXPECT_EQ(rec.history, (std::vector<int32_t>{1, 2, 3}));
+    for (size_t i = 0; i < out.size(); ++i) EXPECT_EQ(out[i]["sequence_number"], i);
+}
+
+TEST(ResponseEvents, CancelledResponseEndsIncompleteWithStatusCancelledAndKeepsPartialOutput) {
+    FLINT_REQUIRE_SHARED("models/stories260K.gguf");
+    auto tok = load_tokenizer("models/stories260K.gguf");
+    ResponseRecord rec;
+    ResponseEvents ev(rec, *tok);
+    std::vector<json> out;
+    ev.start(out);
+    ev.token(token_event("Once", 7), out);
+    Event fin;
+    fin.done = true;
+    fin.finish = FinishReason::Cancelled;
+    fin.output = {7};
+    ev.finish(fin, {1, 5}, out);
+    EXPECT_EQ(out.back()["type"], "response.incomplete");
+    EXPECT_EQ(out.back()["response"]["status"], "cancelled");
+    EXPECT_EQ(out[out.size() - 2]["type"], "response.output_item.done");
+    EXPECT_EQ(out[out.size() - 2]["item"]["status"], "incomplete");
+    EXPECT_EQ(rec.history, (std::vector<int32_t>{1, 5, 7}));
+}
+
+TEST(ResponseEvents, WarmUpHasNoOutputItems) {
+    FLINT_REQUIRE_SHARED("models/stories260K.gguf");
+    auto tok = load_tokenizer("models/stories260K.gguf");
+    ResponseRecord rec;
+    ResponseEvents ev(rec, *tok);
+    std::vector<json> out;
+    ev.start(out);
+    Event fin;
+    fin.done = true;
+    fin.finish = FinishReason::Prefilled;
+    ev.finish(fin, {1, 5}, out);
+    EXPECT_EQ(types(out), (std::vector<std::string>{"response.created", "response.in_progress", "response.completed"}));
+    EXPECT_TRUE(rec.output.empty());
+}
+
+TEST(ToolCalls, MalformedCallStaysText) {
+    ParsedOutput p = parse_tool_calls("a<tool_call>{not json}</tool_call>b");
+    EXPECT_TRUE(p.calls.empty());
+    EXPECT_EQ(p.text, "a<tool_call>{not json}</tool_call>");
+    ParsedOutput two = parse_tool_calls("<tool_call>{\"name\":\"f\",\"arguments\":{}}</tool_call><tool_call>{\"name\":\"g\"}</tool_call>");
+    ASSERT_EQ(two.calls.size(), 2u);
+    EXPECT_EQ(two.calls[1].name, "g");
+    EXPECT_EQ(two.calls[1].arguments, "{}");
+}
+
+class ChatPrompt : public ::testing::Test {
+protected:
+    void SetUp() override {
+        FLINT_REQUIRE_SHARED("models/tiny-qwen2-f32.gguf");
+        m.name = "qwen";
+        m.tokenizer = load_tokenizer("models/tiny-qwen2-f32.gguf");
+        m.chat_format = detect_chat_format(m.tokenizer->chat_template());
+        m.default_system = chat_default_system(m.tokenizer->chat_template());
+        m.ctx = 4096;
+    }
+    std::string text(const std::vector<int32_t>& t) { return m.tokenizer->decode(t); }
+    ModelEntry m;
+};
+
+TEST_F(ChatPrompt, FirstTurnUsesTheTemplateWithToolsInTheSystemTurn) {
+    ASSERT_EQ(m.chat_format, ChatFormat::ChatML);
+    std::vector<InputItem> items = {InputItem::message("user", "weather in Paris?")};
+    json tools = json::array({{{"type", "function"}, {"name", "get_weather"}, {"description", "d"}, {"parameters", json::object()}}});
+    std::string s = text(build_prompt(m, {std::nullopt, items, &tools}, nullptr));
+    // The template's own default system text (if it has one) comes first, the tool signatures after it.
+    const std::string system_turn = "<|im_start|>system\n" + (m.default_system.empty() ? "" : m.default_system + "\n\n") + "# Tools";
+    EXPECT_EQ(s.find(system_turn), 0u) << s;
+    EXPECT_NE(s.find("<tools>\n{\"function\""), std::string::npos) << s;
+    EXPECT_NE(s.find("<|im_start|>user\nweather in Paris?<|im_end|>\n<|im_start|>assistant\n"), std::string::npos) << s;
+}
+
+TEST_F(ChatPrompt, ContinuationAppendsToThePreviousTokensExactly) {
+    std::vector<InputItem> first = {InputItem::message("user", "hi")};
+    std::vector<int32_t> p1 = build_prompt(m, {std::nullopt, first, nullptr}, nullptr);
+    History h{"qwen", p1, std::nullopt};
+    std::vector<int32_t> out = m.tokenizer->encode("Hello there", false, false);
+    h.tokens.insert(h.tokens.end(), out.begin(), out.end());
+    h.tokens.push_back(*m.tokenizer->find_token("<|im_end|>"));  // the model's own end of turn
+    InputItem call;
+    call.kind = InputItem::Kind::FunctionCallOutput;
+    call.call_id = "call_1";
+    call.output = "{\"temp\": 21}";
+    std::vector<InputItem> next = {call};
+    std::vector<int32_t> p2 = build_prompt(m, {std::nullopt, next, nullptr}, &h);
+    ASSERT_GT(p2.size(), h.tokens.size());
+    EXPECT_TRUE(std::equal(h.tokens.begin(), h.tokens.end(), p2.begin())) << "the history must be a prefix, token for token";
+    std::string tail = m.tokenizer->decode(std::span<const int32_t>(p2).subspan(h.tokens.size()));
+    EXPECT_EQ(tail, "\n<|im_start|>user\n<tool_response>\n{\"temp\": 21}\n</tool_response><|im_end|>\n<|im_start|>assistant\n");
+}
+
+TEST(WsFrames, Classification) {
+    EXPECT_EQ(parse_client_frame("{\"type\":\"response.create\",\"input\":\"x\"}").kind, ClientFrame::Kind::Create);
+    EXPECT_EQ(parse_client_frame("{\"type\":\"response.create\",\"response\":{\"input\":\"x\"}}").body["input"], "x");
+    ClientFrame c = parse_client_frame("{\"type\":\"response.cancel\",\"response_id\":\"resp_1\"}");
+    EXPECT_EQ(c.kind, ClientFrame::Kind::Cancel);
+    EXPECT_EQ(c.response_id, "resp_1");
+    EXPECT_EQ(parse_client_frame("{\"type\":\"response.processed\"}").kind, ClientFrame::Kind::Ignore);
+    EXPECT_EQ(parse_client_frame("[]").kind, ClientFrame::Kind::Error);
+    EXPECT_EQ(parse_client_frame("{\"type\":\"response.create\",\"background\":true}").kind, ClientFrame::Kind::Error);
+    EXPECT_EQ(parse_client_frame("\xff").kind, ClientFrame::Kind::Error);
+}
+
+}  // namespace
+}  // namespace flint::server

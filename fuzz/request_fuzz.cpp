@@ -35,7 +35,8 @@ void http_parse(std::string_view data) {
     // Feed in two pieces so the parser's resumption paths run too.
     size_t half = data.size() / 2;
     size_t used = p.put(boost::asio::buffer(data.data(), half), ec);
-    if (!ec || ec == http::error::need_more) {
+    // put() must not be called again once the message is complete (a Beast precondition).
+    if ((!ec || ec == http::error::need_more) && !p.is_done()) {
         ec = {};
         p.put(boost::asio::buffer(data.data() + used, data.size() - used), ec);
     }

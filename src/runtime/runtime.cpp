@@ -408,20 +408,25 @@ Runtime::~Runtime() { impl_.reset(); }
 
 uint64_t Runtime::submit(GenerationRequest req, Callback on_event) {
     const int n = static_cast<int>(req.prompt.size());
-    if (n == 0) fail("the prompt is empty: nothing to continue from");
+    auto invalid = [](const std::string& m) { throw InvalidRequestError(m); };
+    if (n == 0) invalid("the prompt is empty: nothing to continue from");
     if (n >= cfg_.ctx)
         throw ContextLengthError("the prompt is " + std::to_string(n) + " tokens but the context is " +
                                  std::to_string(cfg_.ctx) + " tokens");
     if (static_cast<int64_t>(n) + cfg_.block_size > impl_->kv->n_blocks() * cfg_.block_size)
         throw ContextLengthError("the prompt is " + std::to_string(n) + " tokens but the KV memory holds " +
                                  std::to_string(impl_->kv->n_blocks() * cfg_.block_size));
+    const int V = model_->config.n_vocab;
     for (int32_t t : req.prompt)
-        if (t < 0 || t >= model_->config.n_vocab) fail("token id ", t, " is outside the vocabulary (", model_->config.n_vocab, ")");
+        if (t < 0 || t >= V) invalid("token id " + std::to_string(t) + " is outside the vocabulary (" + std::to_string(V) + ")");
     for (int32_t t : req.prediction)
-        if (t < 0 || t >= model_->config.n_vocab) fail("prediction token id ", t, " is outside the vocabulary");
-    if (req.max_tokens < 0) fail("max_tokens must be >= 0, got ", req.max_tokens);
-    Sampler probe(req.sampling, model_->config.n_vocab);  // validates the parameters now, not on the engine
-    (void)probe;
+        if (t < 0 || t >= V) invalid("prediction token id " + std::to_string(t) + " is outside the vocabulary");
+    if (req.max_tokens < 0) invalid("max_tokens must be >= 0, got " + std::to_string(req.max_tokens));
+    try {
+        Sampler probe(req.sampling, V);  // validates the parameters now, not on the engine
+    } catch (const Error& e) {
+        invalid(e.what());
+    }
     auto p = std::make_shared<PendingRequest>();
     p->req = std::move(req);
     p->callback = std::move(on_event);

@@ -27,6 +27,7 @@ class Tokenizer;
 // submit() refusals, mapped by the server to protocol errors.
 struct OverloadedError : Error { using Error::Error; };          // 503 / 429
 struct ContextLengthError : Error { using Error::Error; };       // 400 context_length_exceeded
+struct InvalidRequestError : Error { using Error::Error; };      // 400: empty prompt, bad ids or sampling values
 
 struct RuntimeConfig {
     int threads = 0;                  // kernel threads (0: all cores)
@@ -65,7 +66,7 @@ public:
     Runtime(const Runtime&) = delete;
     Runtime& operator=(const Runtime&) = delete;
 
-    // Queues a request. Throws ContextLengthError or OverloadedError (nothing is queued then).
+    // Queues a request. Throws ContextLengthError, InvalidRequestError or OverloadedError (nothing is queued then).
     // Returns the request id used in its events and by cancel().
     uint64_t submit(GenerationRequest req, Callback on_event);
     // Stops a request at the next token boundary; it finishes with FinishReason::Cancelled and its partial

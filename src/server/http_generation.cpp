@@ -25,6 +25,8 @@ uint64_t submit(Runtime& rt, const GenerationRequest& gen, EventChannel& chan) {
         return rt.submit(gen, chan.callback());
     } catch (const ContextLengthError& e) {
         throw bad_request(e.what(), "input", "context_length_exceeded");
+    } catch (const InvalidRequestError& e) {
+        throw bad_request(e.what(), "", "invalid_value");
     } catch (const OverloadedError& e) {
         throw ApiError{503, "server_error", "server_overloaded", "", std::string("The server is overloaded: ") + e.what() +
                                                                          " Please retry shortly."};

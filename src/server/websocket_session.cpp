@@ -126,6 +126,8 @@ private:
                 rid = p->model->runtime->submit(p->gen, chan->callback());
             } catch (const ContextLengthError& e) {
                 throw bad_request(e.what(), "input", "context_length_exceeded");
+            } catch (const InvalidRequestError& e) {
+                throw bad_request(e.what(), "", "invalid_value");
             } catch (const OverloadedError& e) {
                 throw ApiError{503, "server_error", "server_overloaded", "", std::string("The server is overloaded: ") + e.what()};
             }

@@ -289,11 +289,11 @@ TEST(Runtime, ContextLimitsAndBadRequestsAreClearErrors) {
     } catch (const ContextLengthError& e) {
         EXPECT_NE(std::string(e.what()).find("64 tokens but the context is 64"), std::string::npos) << e.what();
     }
-    EXPECT_THROW(rt.submit(greedy_request({}, 1), nullptr), Error);
-    EXPECT_THROW(rt.submit(greedy_request({1, 99999}, 1), nullptr), Error);
+    EXPECT_THROW(rt.submit(greedy_request({}, 1), nullptr), InvalidRequestError);
+    EXPECT_THROW(rt.submit(greedy_request({1, 99999}, 1), nullptr), InvalidRequestError);
     GenerationRequest bad = greedy_request({1, 2}, 1);
     bad.sampling.top_p = 2;
-    EXPECT_THROW(rt.submit(bad, nullptr), Error);
+    EXPECT_THROW(rt.submit(bad, nullptr), InvalidRequestError);
     // Generation stops at the context length.
     Event e = run_one(rt, greedy_request(std::vector<int32_t>(60, 300), 100));
     EXPECT_EQ(e.finish, FinishReason::ContextFull);

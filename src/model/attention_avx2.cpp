@@ -142,23 +142,32 @@ void attend_group_t(const HeadAttention& a, const QueryGroup& g, float* scratch)
         const int n = std::min(bs, n_max - p0);
         const T* kr = reinterpret_cast<const T*>(kv.k(b, a.layer)) + off;
         const T* vr = reinterpret_cast<const T*>(kv.v(b, a.layer)) + off;
+        // K transposed to (hd, bs) so 8 positions' scores come from one FMA per dimension (no horizontal
+        // sums); V stays (bs, hd) for the weighted sum.
         for (int j = 0; j < n; ++j) {
-            to_f32(kr + static_cast<int64_t>(j) * kv_dim, kb + j * hd, hd);
-            to_f32(vr + static_cast<int64_t>(j) * kv_dim, vb + j * hd, hd);
+            to_f32(kr + static_cast<int64_t>(j) * kv_dim, vb + j * hd, hd);  // vb as a staging row
+            for (int d = 0; d < hd; ++d) kb[d * bs + j] = vb[j * hd + d];
         }
+        for (int j = n; j < bs; ++j)
+            for (int d = 0; d < hd; ++d) kb[d * bs + j] = 0.0f;
+        for (int j = 0; j < n; ++j) to_f32(vr + static_cast<int64_t>(j) * kv_dim, vb + j * hd, hd);
+        const int n8 = (n + 7) / 8;
         for (int i = 0; i < g.n; ++i) {
             const int ni = std::min(n, g.n_pos[i] - p0);  // positions of this block query i sees
             if (ni <= 0) continue;
             const float* q = g.q[i];
             float* s = sc + i * bs;
-            float bmax = -INFINITY;
-            for (int j = 0; j < ni; ++j) {
-                const float* k = kb + j * hd;
-                __m256 acc = _mm256_mul_ps(_mm256_loadu_ps(k), _mm256_loadu_ps(q));
-                for (int v = 1; v < nv; ++v) acc = _mm256_fmadd_ps(_mm256_loadu_ps(k + 8 * v), _mm256_loadu_ps(q + 8 * v), acc);
-                s[j] = hsum(acc) * scale;
-                bmax = std::max(bmax, s[j]);
+            __m256 acc[8];
+            for (int c = 0; c < n8; ++c) acc[c] = _mm256_setzero_ps();
+            for (int d = 0; d < hd; ++d) {
+                const __m256 qd = _mm256_broadcast_ss(q + d);
+                const float* kd = kb + d * bs;
+                for (int c = 0; c < n8; ++c) acc[c] = _mm256_fmadd_ps(qd, _mm256_loadu_ps(kd + 8 * c), acc[c]);
             }
+            const __m256 vscale = _mm256_set1_ps(scale);
+            for (int c = 0; c < n8; ++c) _mm256_storeu_ps(s + 8 * c, _mm256_mul_ps(acc[c], vscale));
+            float bmax = -INFINITY;
+            for (int j = 0; j < ni; ++j) bmax = std::max(bmax, s[j]);
             // Online softmax: rescale what was accumulated under the old max.
             const float m_new = std::max(m[i], bmax);
             const float rescale = m[i] == -INFINITY ? 0.0f : std::exp(m[i] - m_new);

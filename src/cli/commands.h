@@ -18,6 +18,7 @@ void register_serve(CLI::App& app);     // cmd_serve.cpp
 void register_chat(CLI::App& app);      // cmd_chat.cpp
 void register_edit(CLI::App& app);      // cmd_edit.cpp
 void register_complete(CLI::App& app);  // cmd_complete.cpp
+void register_bench_latency(CLI::App& bench);   // bench_latency.cpp
 
 // The model flint uses when none is given: ../shared/models/stories260K.gguf next to the source tree,
 // or beside the working directory.

@@ -36,6 +36,7 @@ int main(int argc, char** argv) {
     register_bench_tokenize(*bench);
     register_bench_runtime(*bench);
     register_bench_edit(*bench);
+    register_bench_latency(*bench);
     try {
         app.parse(argc, argv);
     } catch (const CLI::RuntimeError& e) {

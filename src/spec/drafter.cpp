@@ -24,16 +24,16 @@ PredictionDrafter::PredictionDrafter(std::vector<int32_t> prediction, int min_ma
 }
 
 int64_t PredictionDrafter::resync(std::span<const int32_t> output) const {
-    // Where the output rejoins the prediction: occurrences of its last min_match tokens, ranked by how far
-    // back the match extends (up to 16 tokens), then by nearness after the old cursor, since edits move
-    // forward through the file.
+    // Where the output rejoins the prediction: occurrences of its last min_match tokens. Code and text
+    // repeat themselves, so among the occurrences the one nearest to where the cursor would be had the
+    // output kept pace with the prediction wins (an edit replaces, inserts or deletes a few tokens and the
+    // rest follows in order); a longer agreement further back breaks ties.
     if (output.size() < static_cast<size_t>(min_match_)) return -1;
     auto tail = output.subspan(output.size() - min_match_);
     auto it = index_.find(hash_tokens(tail));
     if (it == index_.end()) return -1;
-    int64_t best = -1;
+    int64_t best = -1, best_dist = 0;
     int best_len = 0;
-    bool best_after = false;
     for (int32_t i : it->second) {
         if (!std::equal(tail.begin(), tail.end(), pred_.begin() + i)) continue;  // hash collision
         int len = min_match_;
@@ -41,11 +41,11 @@ int64_t PredictionDrafter::resync(std::span<const int32_t> output) const {
                pred_[i - (len - min_match_) - 1] == output[output.size() - len - 1])
             ++len;
         const int64_t after = i + min_match_;
-        const bool is_after = after >= cursor_;
-        if (len > best_len || (len == best_len && is_after && (!best_after || after < best))) {
+        const int64_t dist = after > anchor_ ? after - anchor_ : anchor_ - after;
+        if (best < 0 || dist < best_dist || (dist == best_dist && len > best_len)) {
             best = after;
+            best_dist = dist;
             best_len = len;
-            best_after = is_after;
         }
     }
     return best;
@@ -61,9 +61,11 @@ void PredictionDrafter::advance(std::span<const int32_t> output) {
                 ++matched_;
             }
             ++cursor_;
+            anchor_ = cursor_;
         } else {
-            int64_t r = resync(output.first(seen_ + 1));
-            cursor_ = r;
+            ++anchor_;
+            cursor_ = resync(output.first(seen_ + 1));
+            if (cursor_ >= 0) anchor_ = cursor_;
         }
     }
 }

@@ -58,9 +58,7 @@ size_t attend_group_scratch(const HeadAttention& a) {
 }
 
 void attend_group(const HeadAttention& a, const QueryGroup& g, float* scratch) {
-    const int bs = a.kv->block_size();
-    if (active_isa() != Isa::Scalar && a.head_dim % 8 == 0 && bs % 8 == 0 && bs <= 64)
-        return detail::attend_group_avx2(a, g, scratch);
+    if (active_isa() != Isa::Scalar && detail::attend_group_avx2(a, g, scratch)) return;
     float* scores = scratch;  // the scalar path: one query at a time
     for (int i = 0; i < g.n; ++i) {
         HeadAttention one = a;

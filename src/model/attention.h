@@ -44,7 +44,8 @@ size_t attend_group_scratch(const HeadAttention& a);
 namespace detail {
 void attend_head_scalar(const HeadAttention& a, const float* q, float* scores, float* out);
 void attend_head_avx2(const HeadAttention& a, const float* q, float* scores, float* out);  // attention_avx2.cpp
-void attend_group_avx2(const HeadAttention& a, const QueryGroup& g, float* scratch);          // attention_avx2.cpp
+// False when no compiled variant fits (block size 8/16/32, head dim 8/16/32/64/128).
+bool attend_group_avx2(const HeadAttention& a, const QueryGroup& g, float* scratch);          // attention_avx2.cpp
 }  // namespace detail
 
 }  // namespace flint

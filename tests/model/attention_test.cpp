@@ -88,7 +88,7 @@ TEST(Attention, GroupedQueriesMatchReferenceAndAreBatchInvariant) {
                 a.n_pos = std::max(a.n_pos, g.n_pos[i]);
             }
             std::vector<float> scratch(attend_group_scratch(a));
-            detail::attend_group_avx2(a, g, scratch.data());
+            ASSERT_TRUE(detail::attend_group_avx2(a, g, scratch.data()));
             for (int i = 0; i < nq; ++i) {
                 HeadAttention one = a;
                 one.n_pos = g.n_pos[i];
@@ -100,7 +100,7 @@ TEST(Attention, GroupedQueriesMatchReferenceAndAreBatchInvariant) {
                 single.q[0] = g.q[i];
                 single.out[0] = alone.data();
                 single.n_pos[0] = g.n_pos[i];
-                detail::attend_group_avx2(one, single, scratch.data());
+                ASSERT_TRUE(detail::attend_group_avx2(one, single, scratch.data()));
                 ASSERT_EQ(0, std::memcmp(alone.data(), &out[static_cast<size_t>(i) * hd], sizeof(float) * hd)) << "query " << i;
             }
         }

@@ -133,8 +133,11 @@ void bench_edit(const BenchEditOptions& o) {
     std::sort(plain_tps.begin(), plain_tps.end());
     const double plain_med = plain_tps[plain_tps.size() / 2];
     const std::vector<int32_t>& target = base.output;
-    std::printf("model %s | %d threads | prompt %zu tokens | target %zu tokens | plain decoding %.1f tok/s\n",
-                model->config.name.c_str(), c.threads, prompt.size(), target.size(), plain_med);
+    std::vector<int32_t> distinct = target;
+    std::sort(distinct.begin(), distinct.end());
+    distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+    std::printf("model %s | %d threads | prompt %zu tokens | target %zu tokens (%zu distinct) | plain decoding %.1f tok/s\n",
+                model->config.name.c_str(), c.threads, prompt.size(), target.size(), distinct.size(), plain_med);
     std::printf("| prediction accuracy | accepted / prediction | engine steps | effective tok/s | vs plain | output identical |\n"
                 "|---|---|---|---|---|---|\n");
     std::mt19937 rng(7);

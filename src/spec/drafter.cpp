@@ -34,6 +34,7 @@ int64_t PredictionDrafter::resync(std::span<const int32_t> output) const {
     if (it == index_.end()) return -1;
     int64_t best = -1, best_dist = 0;
     int best_len = 0;
+    bool best_ahead = false;
     for (int32_t i : it->second) {
         if (!std::equal(tail.begin(), tail.end(), pred_.begin() + i)) continue;  // hash collision
         int len = min_match_;
@@ -42,10 +43,15 @@ int64_t PredictionDrafter::resync(std::span<const int32_t> output) const {
             ++len;
         const int64_t after = i + min_match_;
         const int64_t dist = after > anchor_ ? after - anchor_ : anchor_ - after;
-        if (best < 0 || dist < best_dist || (dist == best_dist && len > best_len)) {
+        // Ahead of what was already matched first: going back over text the output has passed loops
+        // forever on repetitive text (the same n-gram just before an edit).
+        const bool ahead = after > frontier_;
+        if (best < 0 || (ahead && !best_ahead) ||
+            (ahead == best_ahead && (dist < best_dist || (dist == best_dist && len > best_len)))) {
             best = after;
             best_dist = dist;
             best_len = len;
+            best_ahead = ahead;
         }
     }
     return best;
@@ -62,6 +68,7 @@ void PredictionDrafter::advance(std::span<const int32_t> output) {
             }
             ++cursor_;
             anchor_ = cursor_;
+            frontier_ = std::max(frontier_, cursor_);
         } else {
             ++anchor_;
             cursor_ = resync(output.first(seen_ + 1));

@@ -39,6 +39,7 @@ private:
     std::unordered_map<uint64_t, std::vector<int32_t>> index_;
     int64_t cursor_ = 0;     // index in pred_ of the token expected next; -1 while lost
     int64_t anchor_ = 0;     // where the cursor would be had the output kept pace with the prediction
+    int64_t frontier_ = 0;   // furthest prediction position the output has matched up to
     size_t seen_ = 0;        // output tokens already folded into the cursor
     int matched_ = 0;
     std::vector<bool> used_;  // prediction positions already counted in matched_

@@ -1,18 +1,17 @@
 // flint/tensor/thread_pool.cpp — persistent workers woken by an epoch counter.
 //
-// Protocol: run() publishes the job, sets pending_ = n and next_index_ = 1 (index 0 is the
-// caller's), then bumps epoch_. Workers spin on epoch_ for a while (a decode step issues matmuls
-// every few µs, far below a futex wake-up), then sleep on cv_. A sleeper registers in sleepers_
-// under mu_ and re-checks epoch_ before waiting; run() bumps epoch_ before reading sleepers_ (both
-// seq_cst), so either the worker sees the new epoch or run() sees the sleeper and notifies under
-// mu_ — no lost wake-up.
-//
-// Indices are claimed from next_index_, by workers and, after its own share, by the caller: on a
-// machine with more runnable threads than cores a worker may not get the CPU for milliseconds, and
-// the caller then simply runs that share itself instead of waiting. Claiming is what makes stale
-// wake-ups safe: a worker that wakes late can only claim an index of the run in progress (next_index_
-// is reset only after the previous run finished, and job_ is published before that reset).
-// pending_ reaching 0 ends the run: a full barrier, with nothing allocated per call.
+// Protocol: run() publishes the job, sets pending_ = n - 1, then bumps epoch_. Share i (i >= 1) of an
+// epoch is taken exactly once, by worker i or — when that worker has not got the CPU yet (more runnable
+// threads than cores) — by the caller after its own share: whoever moves claimed_[i] up to the epoch
+// with a compare-exchange runs it and decrements pending_. The caller returns when pending_ is 0, so a
+// run cannot start before every share of the previous one is done, and a late worker's claim for an
+// epoch that already ended fails. Workers spin on epoch_ for a while (a decode step issues matmuls every
+// few µs, far below a futex wake-up), then sleep on cv_. A sleeper registers in sleepers_ under mu_ and
+// re-checks epoch_ before waiting; run() bumps epoch_ before reading sleepers_ (both seq_cst), so either
+// the worker sees the new epoch or run() sees the sleeper and notifies under mu_ — no lost wake-up.
+// (An earlier version shared one claim counter across runs; a long runtime benchmark deadlocked in it
+// with the caller waiting on a count no worker would decrement. Per-index claims keyed by the epoch
+// make each share's owner unambiguous.)
 #include "tensor/thread_pool.h"
 
 #include <chrono>
@@ -38,10 +37,21 @@ constexpr auto kSpinTime = std::chrono::microseconds(200);
 
 ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads) {
     if (n_threads < 1) fail("thread pool needs at least one thread, got ", n_threads);
-    next_index_.store(n_threads);  // nothing to claim before the first run
+    claimed_ = std::make_unique<std::atomic<uint64_t>[]>(size_t(n_threads));
+    for (int i = 0; i < n_threads; ++i) claimed_[i].store(0);
     threads_.reserve(size_t(n_threads - 1));
     for (int i = 1; i < n_threads; ++i) threads_.emplace_back([this, i] { worker(i); });
 }
+
+namespace {
+// Takes share `slot` of epoch e unless someone already did: true for exactly one caller per epoch.
+bool claim(std::atomic<uint64_t>& slot, uint64_t e) {
+    uint64_t c = slot.load(std::memory_order_acquire);
+    while (c < e)
+        if (slot.compare_exchange_weak(c, e, std::memory_order_acq_rel)) return true;
+    return false;
+}
+}  // namespace
 
 ThreadPool::~ThreadPool() {
     {
@@ -59,17 +69,18 @@ void ThreadPool::run(const std::function<void(int, int)>& fn) {
         return;
     }
     job_ = &fn;
-    pending_.store(n_threads_, std::memory_order_relaxed);
-    next_index_.store(1, std::memory_order_release);  // publishes job_ to whoever claims an index
-    epoch_.fetch_add(1);  // seq_cst: ordered before the sleepers_ read below
+    pending_.store(n_threads_ - 1, std::memory_order_relaxed);
+    const uint64_t e = epoch_.fetch_add(1) + 1;  // seq_cst: publishes job_ and pending_, ordered before the sleepers_ read
     if (sleepers_.load() > 0) {
         std::lock_guard<std::mutex> lock(mu_);
         cv_.notify_all();
     }
     fn(0, n_threads_);
-    int done = 1;
-    for (int i; (i = next_index_.fetch_add(1, std::memory_order_acq_rel)) < n_threads_; ++done) fn(i, n_threads_);
-    if (pending_.fetch_sub(done, std::memory_order_acq_rel) == done) return;
+    for (int i = 1; i < n_threads_; ++i)  // shares whose worker has not started yet
+        if (claim(claimed_[i], e)) {
+            fn(i, n_threads_);
+            pending_.fetch_sub(1, std::memory_order_acq_rel);
+        }
     // Workers are finishing their shares, which take about as long as ours: spin, and past a few µs
     // yield between checks (a worker holding a share may need this core to finish it).
     for (int spins = 0; pending_.load(std::memory_order_acquire) != 0; ++spins) {
@@ -85,7 +96,7 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64
     });
 }
 
-void ThreadPool::worker(int) {
+void ThreadPool::worker(int index) {
     uint64_t seen = 0;
     for (;;) {
         // Spin on the epoch, then sleep.
@@ -111,10 +122,11 @@ void ThreadPool::worker(int) {
         }
         seen = e;
         if (stop_.load()) return;
-        int done = 0;
-        for (int i; (i = next_index_.fetch_add(1, std::memory_order_acq_rel)) < n_threads_; ++done)
-            (*job_)(i, n_threads_);
-        if (done) pending_.fetch_sub(done, std::memory_order_acq_rel);
+        // The share may have been taken by the caller already (then this epoch may even be over).
+        if (claim(claimed_[index], e)) {
+            (*job_)(index, n_threads_);
+            pending_.fetch_sub(1, std::memory_order_acq_rel);
+        }
     }
 }
 

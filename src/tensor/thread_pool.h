@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -37,8 +38,8 @@ private:
     std::vector<std::thread> threads_;
     const std::function<void(int, int)>* job_ = nullptr;
     std::atomic<uint64_t> epoch_{0};
-    std::atomic<int> pending_{0};     // indices of the current run not yet finished
-    std::atomic<int> next_index_{0};  // next index to claim (>= n_threads_: none left)
+    std::atomic<int> pending_{0};     // shares (indices 1..n-1) of the current run not yet finished
+    std::unique_ptr<std::atomic<uint64_t>[]> claimed_;  // per index: the last epoch whose share was taken
     std::atomic<bool> stop_{false};
     std::mutex mu_;
     std::condition_variable cv_;

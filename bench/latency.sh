@@ -8,8 +8,7 @@ cd "$(dirname "$0")/.."
 FLINT=${1:-build/flint}
 TURNS=${TURNS:-16}
 log=$(mktemp)
-# --io-threads 1: see .notes-client.md (a lost wake-up on multi-threaded I/O can stall a stream)
-"$FLINT" serve --port 0 --no-store --ctx 20480 --io-threads 1 >"$log" 2>&1 &
+"$FLINT" serve --port 0 --no-store --ctx 20480 >"$log" 2>&1 &
 server=$!
 trap 'kill $server 2>/dev/null; wait $server 2>/dev/null; rm -f "$log"' EXIT
 for _ in $(seq 100); do grep -q "listening on" "$log" && break; sleep 0.1; done

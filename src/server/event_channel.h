@@ -64,7 +64,7 @@ public:
             if (!out.empty()) co_return out;
             // Bounded: a wake-up lost in some interleaving we have not found (seen once as a stream that
             // never ended under load, with 2 I/O threads) costs at most this long instead of a hang.
-            co_await signal_->wait(std::chrono::steady_clock::now() + std::chrono::milliseconds(20));
+            co_await signal_->wait();
         }
     }
 

@@ -97,8 +97,13 @@ struct SseWriter {
 
 // Notices a client that goes away while its response is generated (the socket becomes readable with EOF
 // or an error), and cancels the generation at once — without it a vanished client would only be noticed at
-// the next write, and abandoned requests would keep their place in the engine queue. It waits on the raw
-// socket (no bytes consumed, no stream timeout); pipelined request bytes end the watch without a cancel.
+// the next write, and abandoned requests would keep their place in the engine queue. It peeks one byte
+// asynchronously (nothing consumed, no stream timeout); pipelined request bytes end the watch without a cancel.
+//
+// The peek must be asynchronous: readiness from the reactor can be stale (an edge-triggered EPOLLIN left over
+// from request bytes Beast already read speculatively), and a synchronous receive on an Asio socket then
+// polls until data arrives — blocking this I/O thread and the session's strand until the client gives up.
+// That is the stream that "never ended" with 2 I/O threads (tests/server/stream_end_test.cpp).
 class ClientWatch {
 public:
     ClientWatch(HttpContext& c, Runtime& rt, uint64_t rid) : c_(c) {
@@ -126,12 +131,13 @@ private:
         bool stop = false;
     };
     static net::awaitable<void> watch(tcp::socket& sock, std::shared_ptr<State> st, Runtime* rt, uint64_t rid, Metrics* m) {
-        boost::system::error_code ec;
-        if (!st->stop) co_await sock.async_wait(tcp::socket::wait_read, net::redirect_error(net::use_awaitable, ec));
-        if (!st->stop && ec != net::error::operation_aborted) {
+        if (!st->stop) {
             char b;
-            size_t n = ec ? 0 : sock.receive(net::buffer(&b, 1), tcp::socket::message_peek, ec);
-            if (ec || n == 0) {
+            boost::system::error_code ec;
+            co_await sock.async_receive(net::buffer(&b, 1), tcp::socket::message_peek,
+                                        net::redirect_error(net::use_awaitable, ec));
+            // Bytes (a pipelined request) end the watch quietly; EOF or a reset means the client is gone.
+            if (!st->stop && ec && ec != net::error::operation_aborted) {
                 st->gone = true;
                 rt->cancel(rid);
                 ++m->disconnects;

@@ -68,7 +68,8 @@ struct SseResult {
     std::vector<SseEvent> events;
     std::string body;  // for non-200 replies
 };
-SseResult sse(int port, const std::string& target, const json& body, const Headers& headers = {});
+// Throws std::runtime_error when the stream has not ended after timeout_s.
+SseResult sse(int port, const std::string& target, const json& body, const Headers& headers = {}, double timeout_s = 120);
 
 // Opens a connection, sends a streaming request, reads until `bytes` of the stream arrived, then drops
 // the connection without reading more (a client that goes away mid-stream).

@@ -110,16 +110,26 @@ HttpResult http(int port, const std::string& method, const std::string& target, 
     return r;
 }
 
-SseResult sse(int port, const std::string& target, const json& body, const Headers& headers) {
+SseResult sse(int port, const std::string& target, const json& body, const Headers& headers, double timeout_s) {
+    // Asynchronous under the hood: Beast's stream timeout only applies to asynchronous operations, and a
+    // stream that never ends must fail the test, not hang it.
     net::io_context ioc;
     beast::tcp_stream stream(connect(ioc, port));
-    stream.expires_after(std::chrono::seconds(120));
+    stream.expires_after(std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000)));
     auto req = make_request("POST", target, body.dump(), headers);
-    http::write(stream, req);
     beast::flat_buffer buf;
     http::response_parser<http::string_body> parser;
     parser.body_limit(1 << 30);
-    http::read(stream, buf, parser);
+    boost::system::error_code ec;
+    http::async_write(stream, req, [&](boost::system::error_code e, size_t) {
+        ec = e;
+        if (!e) http::async_read(stream, buf, parser, [&](boost::system::error_code e2, size_t) { ec = e2; });
+    });
+    ioc.run();
+    if (ec == beast::error::timeout)
+        throw std::runtime_error("sse: the stream did not end within " + std::to_string(timeout_s) + " s (got " +
+                                 std::to_string(parser.get().body().size()) + " bytes)");
+    if (ec) throw boost::system::system_error(ec);
     SseResult r;
     r.status = static_cast<int>(parser.get().result_int());
     r.headers = header_map(parser.get());

@@ -1,0 +1,128 @@
+// Every stream ends: the engine → session hand-off (event_channel.h) must not lose a wake-up when the
+// sessions run on several I/O threads. Once seen as an SSE stream that never ended under `--io-threads 2`.
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include <utility>  // before Asio: Boost 1.74 awaitable.hpp needs std::exchange
+
+#include <boost/asio.hpp>
+#include <gtest/gtest.h>
+
+#include "harness.h"
+#include "server/event_channel.h"
+
+namespace flint::test {
+namespace {
+
+namespace net = boost::asio;
+using namespace std::chrono_literals;
+
+// Engine threads push events while session coroutines, each on its own strand of a 4-thread io_context,
+// drain them. Producers pause at random points (a few microseconds) so pushes land in every phase of the
+// consumer: while it checks the queue, while it starts a wait, while it "writes" (posts to itself). A lost
+// wake-up leaves a consumer waiting with its terminal event queued; the watchdog reports how many.
+TEST(EventChannel, EveryConsumerSeesItsLastEventWithFourIoThreads) {
+    constexpr int kChannels = 400;
+    constexpr int kTokens = 20;
+    net::io_context ioc;
+    auto work = net::make_work_guard(ioc);
+    server::Metrics metrics;
+    std::atomic<int> finished{0};
+    std::vector<Runtime::Callback> callbacks(kChannels);
+    for (int i = 0; i < kChannels; ++i) {
+        auto strand = net::make_strand(ioc);
+        auto chan = std::make_shared<server::EventChannel>(net::any_io_executor(strand), metrics);
+        callbacks[static_cast<size_t>(i)] = chan->callback();
+        net::co_spawn(
+            strand,
+            [chan, &finished]() -> net::awaitable<void> {
+                int seen = 0;
+                for (bool done = false; !done;) {
+                    std::vector<Event> batch = co_await chan->next();
+                    for (const Event& ev : batch) {
+                        done = done || ev.done;
+                        ++seen;
+                    }
+                    // A socket write in between: the session is away from next() for one turn.
+                    auto ex = co_await net::this_coro::executor;
+                    co_await net::post(ex, net::use_awaitable);
+                }
+                if (seen == kTokens + 1) ++finished;
+            },
+            net::detached);
+    }
+    std::vector<std::thread> io;
+    for (int t = 0; t < 4; ++t) io.emplace_back([&] { ioc.run(); });
+    std::vector<std::thread> engines;
+    for (int e = 0; e < 4; ++e)
+        engines.emplace_back([&, e] {
+            std::mt19937 rng(static_cast<unsigned>(e));
+            for (int k = 0; k <= kTokens; ++k)
+                for (int i = e; i < kChannels; i += 4) {
+                    Event ev;
+                    ev.done = k == kTokens;
+                    callbacks[static_cast<size_t>(i)](ev);
+                    if (rng() % 4 == 0) std::this_thread::sleep_for(std::chrono::microseconds(rng() % 20));
+                }
+        });
+    for (auto& t : engines) t.join();
+    auto until = std::chrono::steady_clock::now() + 20s;
+    while (finished < kChannels && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(5ms);
+    EXPECT_EQ(finished, kChannels) << kChannels - finished << " consumers never saw their terminal event";
+    work.reset();
+    ioc.stop();
+    for (auto& t : io) t.join();
+}
+
+// The same through the real server: many concurrent short streams on all three generating endpoints,
+// four I/O threads; each must end (terminal event and the end of the chunked body) within 20 s.
+TEST(Streams, ManyConcurrentShortStreamsAllEndWithFourIoThreads) {
+    FLINT_REQUIRE_SHARED("models/stories260K.gguf");
+    server::ServerConfig cfg;
+    cfg.io_threads = 4;
+    TestServer s(cfg);
+    std::atomic<int> next{0}, ended{0}, failures{0};
+    std::mutex mu;
+    std::string first_failure;
+    constexpr int kStreams = 1200;
+    std::vector<std::thread> clients;
+    for (int t = 0; t < 12; ++t)
+        clients.emplace_back([&] {
+            for (int i; (i = next++) < kStreams;) {
+                const int tokens = 1 + i % 3;
+                try {
+                    bool ok = false;
+                    if (i % 3 == 0) {
+                        json req = {{"model", "stories"}, {"input", "Once upon a time"}, {"max_output_tokens", tokens},
+                                    {"stream", true}, {"store", false}};
+                        SseResult r = sse(s.port(), "/v1/responses", req, {}, 20);
+                        // max_output_tokens reached: the terminal event is response.incomplete.
+                        ok = r.status == 200 && !r.events.empty() &&
+                             (r.events.back().event == "response.completed" || r.events.back().event == "response.incomplete");
+                    } else {
+                        const bool chat = i % 3 == 1;
+                        json req = {{"model", "stories"}, {"max_tokens", tokens}, {"stream", true}};
+                        if (chat) req["messages"] = json::array({{{"role", "user"}, {"content", "Once upon a time"}}});
+                        else req["prompt"] = "Once upon a time";
+                        SseResult r = sse(s.port(), chat ? "/v1/chat/completions" : "/v1/completions", req, {}, 20);
+                        ok = r.status == 200 && !r.events.empty() && r.events.back().data == "[DONE]";
+                    }
+                    if (!ok) throw std::runtime_error("stream " + std::to_string(i) + " ended without its terminal event");
+                    ++ended;
+                } catch (const std::exception& e) {
+                    std::lock_guard lock(mu);
+                    if (failures++ < 5) first_failure += std::string(e.what()) + "\n";
+                }
+            }
+        });
+    for (auto& t : clients) t.join();
+    EXPECT_EQ(failures, 0) << first_failure;
+    EXPECT_EQ(ended, kStreams);
+}
+
+}  // namespace
+}  // namespace flint::test

@@ -3,6 +3,8 @@
 // The runtime calls its callback on the engine thread. The callback only appends the event under a
 // short lock and, if the session is not already due to look, posts one wake-up to the session's strand.
 // The session drains everything queued at once, so a burst of tokens becomes one socket write.
+// Each event is stamped with the engine-side time it was emitted (steady_clock = CLOCK_MONOTONIC on
+// Linux), which the Responses stream can hand to clients on the same host (`stream_timestamps`).
 // Included only by the Asio translation units.
 #pragma once
 #include <chrono>
@@ -42,6 +44,15 @@ private:
     net::steady_timer timer_;
 };
 
+struct TimedEvent : Event {
+    std::chrono::steady_clock::time_point at;  // when the engine emitted it
+};
+
+// Microseconds on the steady clock: the wire form of TimedEvent::at.
+inline int64_t monotonic_us(std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count();
+}
+
 class EventChannel : public std::enable_shared_from_this<EventChannel> {
 public:
     EventChannel(net::any_io_executor ex, Metrics& metrics) : signal_(std::make_shared<Signal>(ex)), metrics_(metrics) {}
@@ -53,9 +64,9 @@ public:
     }
 
     // Waits until at least one event is queued, then takes them all.
-    net::awaitable<std::vector<Event>> next() {
+    net::awaitable<std::vector<TimedEvent>> next() {
         for (;;) {
-            std::vector<Event> out;
+            std::vector<TimedEvent> out;
             {
                 std::lock_guard lock(mu_);
                 out.swap(queue_);
@@ -80,7 +91,7 @@ private:
         bool wake = false;
         {
             std::lock_guard lock(mu_);
-            queue_.push_back(ev);
+            queue_.push_back(TimedEvent{ev, now});
             wake = !posted_;
             posted_ = true;
         }
@@ -90,7 +101,7 @@ private:
     std::shared_ptr<Signal> signal_;
     Metrics& metrics_;
     std::mutex mu_;
-    std::vector<Event> queue_;
+    std::vector<TimedEvent> queue_;
     bool posted_ = false;
     // Engine-thread only after callback():
     std::chrono::steady_clock::time_point start_, last_;

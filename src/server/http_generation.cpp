@@ -63,7 +63,10 @@ struct SseWriter {
         res.set(http::field::content_type, "text/event-stream; charset=utf-8");
         res.set(http::field::cache_control, "no-cache");
         res.set("x-request-id", c.request_id);
+        // The header leaves before generation: it can only time the parse. The complete Server-Timing
+        // (queue, prefill, ttft, decode, total) follows as a trailer after the last chunk.
         res.set("Server-Timing", "parse;dur=" + std::to_string(c.elapsed_ms()));
+        res.set(http::field::trailer, "Server-Timing");
         for (auto& [k, v] : c.headers) res.set(k, v);
         res.keep_alive(c.keep_alive);
         res.chunked(true);
@@ -82,11 +85,13 @@ struct SseWriter {
         co_await net::async_write(c.stream, http::make_chunk(net::buffer(data)), net::redirect_error(net::use_awaitable, ec));
         gone = static_cast<bool>(ec);
     }
-    net::awaitable<void> end() {
+    net::awaitable<void> end(const std::string& timing) {
         if (gone) co_return;
         arm();
+        http::fields trailer;
+        trailer.set("Server-Timing", timing);
         boost::system::error_code ec;
-        co_await net::async_write(c.stream, http::make_chunk_last(), net::redirect_error(net::use_awaitable, ec));
+        co_await net::async_write(c.stream, http::make_chunk_last(trailer), net::redirect_error(net::use_awaitable, ec));
         gone = static_cast<bool>(ec);
         if (!gone) c.closed = !c.keep_alive;  // a finished stream leaves the connection reusable
     }
@@ -172,6 +177,8 @@ net::awaitable<void> handle_responses_create(HttpContext& c, const json& body) {
     if (!req.generate) throw bad_request("'generate: false' is a WebSocket warm-up; over HTTP omit it.", "generate");
     PreparedResponse p = prepare_response(c.st, std::move(req), c.key, nullptr);
     const double parse_ms = c.elapsed_ms();
+    p.rec.prepare_ms = parse_ms;
+    if (p.rec.req.stream_timestamps) p.rec.received_us = monotonic_us(c.t0);
     auto chan = std::make_shared<EventChannel>(co_await net::this_coro::executor, c.st.metrics);
     Runtime& rt = *p.model->runtime;
     const uint64_t rid = submit(rt, p.gen, *chan);
@@ -189,15 +196,15 @@ net::awaitable<void> handle_responses_create(HttpContext& c, const json& body) {
     }
     Event final_ev;
     for (bool done = false; !done;) {
-        std::vector<Event> batch = co_await chan->next();
+        std::vector<TimedEvent> batch = co_await chan->next();
         out.clear();
-        for (const Event& ev : batch) {
+        for (const TimedEvent& ev : batch) {
             if (ev.done) {
-                events.finish(ev, p.gen.prompt, out);
+                events.finish(ev, p.gen.prompt, out, monotonic_us(ev.at));
                 final_ev = ev;
                 done = true;
             } else {
-                events.token(ev, out);
+                events.token(ev, out, monotonic_us(ev.at));
             }
         }
         if (done) {
@@ -221,10 +228,10 @@ net::awaitable<void> handle_responses_create(HttpContext& c, const json& body) {
         c.closed = true;  // nobody to answer
         co_return;
     }
-    if (stream) co_await sse.end();
+    const std::string timing = server_timing(final_ev.timings, parse_ms);
+    if (stream) co_await sse.end(timing);
     else {
         const json obj = response_object(p.rec);
-        const std::string timing = server_timing(final_ev.timings, parse_ms);
         co_await write_json(c, 200, obj, timing);
     }
 }
@@ -256,7 +263,7 @@ net::awaitable<void> handle_chat_completions(HttpContext& c, const json& body) {
     json logprobs = json::array();
     Event final_ev;
     for (bool done = false; !done;) {
-        std::vector<Event> batch = co_await chan->next();
+        std::vector<TimedEvent> batch = co_await chan->next();
         std::string out;
         for (const Event& ev : batch) {
             if (ev.done) {
@@ -312,7 +319,8 @@ net::awaitable<void> handle_chat_completions(HttpContext& c, const json& body) {
     if (req.p.include_usage) out += data(chat_usage_chunk(id, model, created, final_ev.usage));
     out += "data: [DONE]\n\n";
     co_await sse.chunk(out);
-    co_await sse.end();
+    const std::string timing = server_timing(final_ev.timings, parse_ms);
+    co_await sse.end(timing);
 }
 
 net::awaitable<void> handle_completions(HttpContext& c, const json& body) {
@@ -337,7 +345,7 @@ net::awaitable<void> handle_completions(HttpContext& c, const json& body) {
     }
     Event final_ev;
     for (bool done = false; !done;) {
-        std::vector<Event> batch = co_await chan->next();
+        std::vector<TimedEvent> batch = co_await chan->next();
         std::string out;
         for (const Event& ev : batch) {
             if (ev.done) {
@@ -378,7 +386,8 @@ net::awaitable<void> handle_completions(HttpContext& c, const json& body) {
     }
     out += "data: [DONE]\n\n";
     co_await sse.chunk(out);
-    co_await sse.end();
+    const std::string timing = server_timing(final_ev.timings, parse_ms);
+    co_await sse.end(timing);
 }
 
 }  // namespace flint::server

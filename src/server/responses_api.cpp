@@ -1,6 +1,7 @@
 #include "server/responses_api.h"
 
 #include <chrono>
+#include <cmath>
 
 #include "server/errors.h"
 #include "server/json_fields.h"
@@ -139,6 +140,7 @@ ResponsesRequest parse_responses_request(const json& body) {
     r.prompt_cache_key = opt_string(body, "prompt_cache_key", "prompt_cache_key").value_or("");
     r.user = opt_string(body, "user", "user").value_or("");
     r.prediction = parse_prediction(body);
+    r.stream_timestamps = opt_bool(body, "stream_timestamps", "stream_timestamps").value_or(false);
     return r;
 }
 
@@ -155,10 +157,29 @@ json responses_usage(const Usage& u) {
             {"total_tokens", u.prompt_tokens + u.completion_tokens}};
 }
 
+namespace {
+
+double ms3(double v) { return std::round(v * 1000) / 1000; }  // microsecond resolution is plenty
+
+json timings_object(const ResponseRecord& r) {
+    const Timings& t = r.timings;
+    json j = {{"queued_ms", ms3(t.queued_ms)},     {"prefill_ms", ms3(t.prefill_ms)}, {"first_token_ms", ms3(t.first_token_ms)},
+              {"decode_ms", ms3(t.decode_ms)},     {"total_ms", ms3(t.total_ms)},     {"compute_ms", ms3(t.compute_ms)},
+              {"steps", t.steps}};
+    if (r.prepare_ms >= 0) j["prepare_ms"] = ms3(r.prepare_ms);
+    if (r.req.stream_timestamps) {
+        j["received_us"] = r.received_us;
+        j["finished_us"] = r.finished_us;
+    }
+    return j;
+}
+
+}  // namespace
+
 json response_object(const ResponseRecord& r) {
     const ResponsesRequest& q = r.req;
     auto opt = [](const auto& o) { return o ? json(*o) : json(nullptr); };
-    return {{"id", r.id},
+    json o = {{"id", r.id},
             {"object", "response"},
             {"created_at", r.created_at},
             {"completed_at", r.completed_at ? json(r.completed_at) : json(nullptr)},
@@ -186,6 +207,8 @@ json response_object(const ResponseRecord& r) {
             {"prompt_cache_key", q.prompt_cache_key.empty() ? json(nullptr) : json(q.prompt_cache_key)},
             {"user", q.user.empty() ? json(nullptr) : json(q.user)},
             {"store", q.store}};
+    if (r.completed_at) o["timings"] = timings_object(r);
+    return o;
 }
 
 json input_items_with_ids(const json& items) {
@@ -247,7 +270,7 @@ void ResponseEvents::open_message(std::vector<json>& out) {
     out.push_back(std::move(p));
 }
 
-void ResponseEvents::emit_text(const std::string& delta, const Event* tok_ev, std::vector<json>& out) {
+void ResponseEvents::emit_text(const std::string& delta, const Event* tok_ev, std::vector<json>& out, int64_t t_us) {
     if (delta.empty()) return;
     open_message(out);
     text_ += delta;
@@ -262,12 +285,13 @@ void ResponseEvents::emit_text(const std::string& delta, const Event* tok_ev, st
         logprobs_.push_back(lps.back());
     }
     e["logprobs"] = lps;
+    if (rec_.req.stream_timestamps) e["t_us"] = t_us;
     out.push_back(std::move(e));
 }
 
-void ResponseEvents::token(const Event& e, std::vector<json>& out) {
+void ResponseEvents::token(const Event& e, std::vector<json>& out, int64_t t_us) {
     if (!tools_) {
-        emit_text(e.text, &e, out);
+        emit_text(e.text, &e, out, t_us);
         return;
     }
     if (in_tool_) {
@@ -280,7 +304,7 @@ void ResponseEvents::token(const Event& e, std::vector<json>& out) {
     held_.clear();
     size_t pos = s.find(open);
     if (pos != std::string::npos) {
-        emit_text(s.substr(0, pos), &e, out);
+        emit_text(s.substr(0, pos), &e, out, t_us);
         in_tool_ = true;
         tool_text_ = s.substr(pos);
         return;
@@ -292,20 +316,21 @@ void ResponseEvents::token(const Event& e, std::vector<json>& out) {
             break;
         }
     held_ = s.substr(s.size() - keep);
-    emit_text(s.substr(0, s.size() - keep), &e, out);
+    emit_text(s.substr(0, s.size() - keep), &e, out, t_us);
 }
 
-void ResponseEvents::finish(const Event& fin, const std::vector<int32_t>& prompt, std::vector<json>& out) {
-    if (!fin.text.empty()) token(fin, out);  // text the runtime held back until the end (a flush)
+void ResponseEvents::finish(const Event& fin, const std::vector<int32_t>& prompt, std::vector<json>& out, int64_t t_us) {
+    if (!fin.text.empty()) token(fin, out, t_us);  // text the runtime held back until the end (a flush)
+    rec_.finished_us = t_us;
     rec_.history = prompt;
     rec_.history.insert(rec_.history.end(), fin.output.begin(), fin.output.end());
     rec_.timings = fin.timings;
     rec_.usage = responses_usage(fin.usage);
     const bool generated = fin.finish != FinishReason::Prefilled;
-    emit_text(held_, nullptr, out);
+    emit_text(held_, nullptr, out, t_us);
     held_.clear();
     ParsedOutput parsed = parse_tool_calls(tool_text_);
-    emit_text(parsed.text, nullptr, out);  // a malformed <tool_call> stays visible text
+    emit_text(parsed.text, nullptr, out, t_us);  // a malformed <tool_call> stays visible text
     const bool cancelled = fin.finish == FinishReason::Cancelled;
     const bool truncated = fin.finish == FinishReason::Length || fin.finish == FinishReason::ContextFull;
     const char* item_status = cancelled || truncated ? "incomplete" : "completed";

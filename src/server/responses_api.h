@@ -45,6 +45,7 @@ struct ResponsesRequest {
     std::string prompt_cache_key;
     std::string user;
     std::optional<std::string> prediction;  // extension: predicted output text
+    bool stream_timestamps = false;         // extension: engine timestamps on text deltas (see response_object)
 };
 
 // Throws ApiError (400 naming the param) for wrong types and invalid values; unknown fields are ignored.
@@ -66,8 +67,16 @@ struct ResponseRecord {
     ResponsesRequest req;       // echoed fields
     std::vector<int32_t> history;  // prompt + output tokens (continuations start from here)
     Timings timings;
+    // Server-side times around the engine's (extension "timings" on the finished response object):
+    double prepare_ms = -1;     // request received → handed to the engine (parse, validate, tokenise)
+    int64_t received_us = 0;    // monotonic µs when the request was received (stream_timestamps only)
+    int64_t finished_us = 0;    // monotonic µs when the engine emitted the final event (stream_timestamps only)
 };
 
+// The response object (PROTOCOL.md §1). Once finished it also carries the flint extension `timings`:
+// {queued_ms, prefill_ms, first_token_ms, decode_ms, total_ms, compute_ms, steps, prepare_ms} — the engine's
+// own times for this request (runtime/request.h) plus the server's preparation before it — and with
+// stream_timestamps, received_us/finished_us on the server's monotonic clock. SDKs ignore unknown fields.
 json response_object(const ResponseRecord& r);
 json responses_usage(const Usage& u);
 // Item ids are added where the client omitted them (input_items lists them).
@@ -79,15 +88,17 @@ class ResponseEvents {
 public:
     ResponseEvents(ResponseRecord& rec, const Tokenizer& tok);
     void start(std::vector<json>& out);                    // response.created, response.in_progress
-    void token(const Event& ev, std::vector<json>& out);   // output items and text deltas
-    // The final event: closes open items, fills rec (status, output, usage, history) and appends the
-    // terminal event (response.completed / .incomplete / .failed).
-    void finish(const Event& ev, const std::vector<int32_t>& prompt, std::vector<json>& out);
+    // Output items and text deltas. `t_us`: when the engine emitted the token (monotonic µs); with
+    // stream_timestamps each delta carries it as "t_us" (flint extension).
+    void token(const Event& ev, std::vector<json>& out, int64_t t_us = 0);
+    // The final event: closes open items, fills rec (status, output, usage, history, timings) and appends
+    // the terminal event (response.completed / .incomplete / .failed).
+    void finish(const Event& ev, const std::vector<int32_t>& prompt, std::vector<json>& out, int64_t t_us = 0);
 
 private:
     json ev(const char* type);
     void open_message(std::vector<json>& out);
-    void emit_text(const std::string& delta, const Event* tok_ev, std::vector<json>& out);
+    void emit_text(const std::string& delta, const Event* tok_ev, std::vector<json>& out, int64_t t_us);
 
     ResponseRecord& rec_;
     const Tokenizer& tok_;

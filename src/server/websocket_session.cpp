@@ -41,6 +41,7 @@ net::awaitable<void> reader(WsStream& ws, std::shared_ptr<Connection> conn, Serv
         boost::system::error_code ec;
         co_await ws.async_read(buf, net::redirect_error(net::use_awaitable, ec));
         if (ec) break;
+        const auto received = Clock::now();
         ClientFrame f;
         if (!ws.got_text()) {
             f.kind = ClientFrame::Kind::Error;
@@ -49,6 +50,7 @@ net::awaitable<void> reader(WsStream& ws, std::shared_ptr<Connection> conn, Serv
             f = parse_client_frame(beast::buffers_to_string(buf.data()));
         }
         if (f.kind == ClientFrame::Kind::Ignore) continue;
+        f.received = received;
         if (f.kind == ClientFrame::Kind::Cancel) {
             if (conn->in_flight && (f.response_id.empty() || f.response_id == conn->current_id))
                 conn->current_rt->cancel(conn->current_rid);
@@ -91,7 +93,7 @@ public:
                 co_await send(frame);
                 continue;
             }
-            co_await turn(std::move(f.body));
+            co_await turn(std::move(f.body), f.received);
         }
     }
 
@@ -104,7 +106,7 @@ private:
         if (ec) broken_ = true;
     }
 
-    net::awaitable<void> turn(json body) {
+    net::awaitable<void> turn(json body, Clock::time_point received) {
         std::optional<PreparedResponse> p;
         std::shared_ptr<EventChannel> chan;
         uint64_t rid = 0;
@@ -121,6 +123,8 @@ private:
             ResponsesRequest req = parse_responses_request(body);
             req.stream = true;  // implicit on a WebSocket
             p = prepare_response(st_, std::move(req), key_, &cache_);
+            p->rec.prepare_ms = std::chrono::duration<double, std::milli>(Clock::now() - received).count();
+            if (p->rec.req.stream_timestamps) p->rec.received_us = monotonic_us(received);
             chan = std::make_shared<EventChannel>(co_await net::this_coro::executor, st_.metrics);
             try {
                 rid = p->model->runtime->submit(p->gen, chan->callback());
@@ -165,14 +169,14 @@ private:
             }
             if (done) break;
             out.clear();
-            std::vector<Event> batch = co_await chan->next();
-            for (const Event& ev : batch) {
+            std::vector<TimedEvent> batch = co_await chan->next();
+            for (const TimedEvent& ev : batch) {
                 if (ev.done) {
-                    events.finish(ev, p->gen.prompt, out);
+                    events.finish(ev, p->gen.prompt, out, monotonic_us(ev.at));
                     final_ev = ev;
                     done = true;
                 } else {
-                    events.token(ev, out);
+                    events.token(ev, out, monotonic_us(ev.at));
                 }
             }
             if (done) finish_turn(rec, final_ev);  // before the terminal event goes out

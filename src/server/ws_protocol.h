@@ -2,6 +2,7 @@
 // so the fuzzer can drive it: response.create (queued, in order), response.cancel (flint extension,
 // handled at once), anything else ignored silently (e.g. response.processed).
 #pragma once
+#include <chrono>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -18,6 +19,7 @@ struct ClientFrame {
     nlohmann::json body;          // Create: the request (same fields as the POST body)
     std::string response_id;      // Cancel: which response ("" → the one in flight)
     std::optional<ApiError> error;
+    std::chrono::steady_clock::time_point received{};  // when the frame was read (set by the session)
 };
 
 ClientFrame parse_client_frame(std::string_view text);

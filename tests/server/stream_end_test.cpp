@@ -42,8 +42,8 @@ TEST(EventChannel, EveryConsumerSeesItsLastEventWithFourIoThreads) {
             [chan, &finished]() -> net::awaitable<void> {
                 int seen = 0;
                 for (bool done = false; !done;) {
-                    std::vector<Event> batch = co_await chan->next();
-                    for (const Event& ev : batch) {
+                    std::vector<server::TimedEvent> batch = co_await chan->next();
+                    for (const server::TimedEvent& ev : batch) {
                         done = done || ev.done;
                         ++seen;
                     }

@@ -8,13 +8,15 @@ cd "$(dirname "$0")/.."
 FLINT=${1:-build/flint}
 TURNS=${TURNS:-16}
 log=$(mktemp)
-"$FLINT" serve --port 0 --no-store --ctx 20480 >"$log" 2>&1 &
+# -t 1: the engine's kernels on one core, the other left to the I/O threads and this client — with both
+# cores in the engine (its workers spin between matmuls) every token waits for a core, not for the wire.
+"$FLINT" serve --port 0 --no-store --ctx 20480 -t 1 >"$log" 2>&1 &
 server=$!
 trap 'kill $server 2>/dev/null; wait $server 2>/dev/null; rm -f "$log"' EXIT
 for _ in $(seq 100); do grep -q "listening on" "$log" && break; sleep 0.1; done
 url=$(grep -o "http://[0-9.]*:[0-9]*" "$log" | head -1)
 [ -n "$url" ] || { echo "flint serve did not start:"; cat "$log"; exit 1; }
-"$FLINT" bench latency --url "$url" --turns "$TURNS" --csv bench/latency.csv | tee bench/latency.md
+"$FLINT" bench latency --url "$url" --turns "$TURNS" --no-reuse-turns "${NO_REUSE_TURNS:-8}" --csv bench/latency.csv | tee bench/latency.md
 if command -v gnuplot >/dev/null; then
   gnuplot <<'GP'
 set terminal pngcairo size 900,520 noenhanced font ",11"
@@ -27,7 +29,8 @@ set key top left
 set grid
 plot "< grep '^a,' bench/latency.csv" using 3:5 with linespoints title "(a) new connection + SSE, full resend", \
      "< grep '^b,' bench/latency.csv" using 3:5 with linespoints title "(b) keep-alive + SSE, previous_response_id", \
-     "< grep '^c,' bench/latency.csv" using 3:5 with linespoints title "(c) persistent WebSocket, previous_response_id"
+     "< grep '^c,' bench/latency.csv" using 3:5 with linespoints title "(c) persistent WebSocket, previous_response_id", \
+     "< grep '^n,' bench/latency.csv" using 3:5 with linespoints dashtype 2 title "(a) with no prefix-cache hit (a server without cross-request KV reuse)"
 GP
   echo "wrote bench/latency.png"
 fi

@@ -29,6 +29,8 @@ std::string_view Turn::apply(const json& ev, Clock::time_point at) {
         if (!d.is_string()) return {};
         if (delta_times.empty()) first_delta = at;
         delta_times.push_back(at);
+        const auto t = ev.find("t_us");
+        delta_engine_us.push_back(t != ev.end() && t->is_number_integer() ? t->get<int64_t>() : 0);
         const size_t from = text.size();
         text += d.get_ref<const std::string&>();
         return std::string_view(text).substr(from);
@@ -64,6 +66,10 @@ std::string_view Turn::apply(const json& ev, Clock::time_point at) {
         }
     }
     return {};
+}
+
+int64_t monotonic_us(Clock::time_point t) {
+    return std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count();
 }
 
 double Turn::ttft_ms() const { return delta_times.empty() ? 0 : ms(sent, first_delta); }

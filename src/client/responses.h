@@ -28,6 +28,9 @@ struct Turn {
     json timings;                  // a server "timings" object on the final response, when it sends one
     Clock::time_point sent{}, created{}, first_delta{}, done{};
     std::vector<Clock::time_point> delta_times;
+    // With the flint extension stream_timestamps: each delta's engine emission time (server's monotonic
+    // clock, µs; 0 when the server sent none), parallel to delta_times.
+    std::vector<int64_t> delta_engine_us;
     bool finished = false;         // a terminal event or an error arrived
 
     // Folds one event in; returns the text delta it carried (empty for other events).
@@ -37,5 +40,8 @@ struct Turn {
     double total_ms() const;       // sent → terminal event
     double tokens_per_s() const;   // output tokens over first delta → done
 };
+
+// A steady_clock time in microseconds: the unit of the server's stream timestamps (same clock on one host).
+int64_t monotonic_us(Clock::time_point t);
 
 }  // namespace flint::client

@@ -7,6 +7,10 @@
 // previous_response_id continues on the cached KV with nothing re-tokenised (also with store:false).
 #include <deque>
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
 #include <boost/beast/websocket.hpp>
 
 #include "server/event_channel.h"
@@ -106,6 +110,26 @@ private:
         if (ec) broken_ = true;
     }
 
+    // One frame per event (PROTOCOL.md §3), but the frames of one batch leave as one TCP segment: with
+    // TCP_NODELAY each frame would be its own segment and the client would wake per frame (the terminal
+    // batch has 4–5 frames). Corked while they are written, uncorked at once after — the same coalescing
+    // the SSE path gets from writing a batch as one chunk.
+    net::awaitable<void> send_batch(const std::vector<json>& events) {
+        const bool cork = events.size() > 1;
+        if (cork) set_cork(true);
+        for (const json& e : events) co_await send(e);
+        if (cork) set_cork(false);
+    }
+
+    void set_cork(bool on) {
+#ifdef TCP_CORK
+        const int v = on ? 1 : 0;
+        ::setsockopt(beast::get_lowest_layer(ws_).socket().native_handle(), IPPROTO_TCP, TCP_CORK, &v, sizeof v);
+#else
+        (void)on;
+#endif
+    }
+
     net::awaitable<void> turn(json body, Clock::time_point received) {
         std::optional<PreparedResponse> p;
         std::shared_ptr<EventChannel> chan;
@@ -161,7 +185,7 @@ private:
         events.start(out);
         Event final_ev;
         for (bool done = false;;) {
-            for (const json& e : out) co_await send(e);
+            co_await send_batch(out);
             if (broken_ && !cancelled_) {
                 rt.cancel(rid);
                 cancelled_ = true;

@@ -1,7 +1,8 @@
 // flint/server/event_channel.h — engine thread → session strand, without blocking the engine.
 //
 // The runtime calls its callback on the engine thread. The callback only appends the event under a
-// short lock and, if the session is not already due to look, posts one wake-up to the session's strand.
+// short lock and, if the session is not already due to look, posts one wake-up to the session's executor
+// (its connection's single-threaded io_context, server.cpp: implicitly a strand).
 // The session drains everything queued at once, so a burst of tokens becomes one socket write.
 // Each event is stamped with the engine-side time it was emitted (steady_clock = CLOCK_MONOTONIC on
 // Linux), which the Responses stream can hand to clients on the same host (`stream_timestamps`).
@@ -24,8 +25,9 @@ namespace flint::server {
 
 namespace net = boost::asio;
 
-// A wake-up for one coroutine on a strand: notify() from the strand, notify_any() from any thread.
-// The waiter checks its condition before each wait(), on the strand, so no wake-up is lost.
+// A wake-up for one coroutine on a strand (or a single-threaded io_context): notify() from that executor,
+// notify_any() from any thread. The waiter checks its condition before each wait(), on the executor, so
+// no wake-up is lost (tests/server/stream_end_test.cpp).
 class Signal : public std::enable_shared_from_this<Signal> {
 public:
     explicit Signal(net::any_io_executor ex) : ex_(ex), timer_(ex) {}

@@ -11,7 +11,10 @@
 // finished response's `timings` and, with stream_timestamps, the engine's emission time of every delta on
 // the server's monotonic clock — the same clock as ours when both run on one host (checked: every stamp
 // must lie between our send and our receipt).
-//   round-trip overhead = client (sent → terminal event) − engine total_ms, for a 1-token answer;
+//   round-trip overhead = client (sent → terminal event) − the engine's part, for a 1-token answer, where the
+//                         engine's part runs from submission to the emission of its final event (timings:
+//                         finished_us − received_us − prepare_ms; total_ms stops before the engine's
+//                         bookkeeping after the last token, which is engine work, not the wire's);
 //   per-token overhead  = client receipt of a delta − engine emission of its token, per token;
 //   TTFT                = client, sent → first delta.
 #include <algorithm>
@@ -79,7 +82,8 @@ struct TurnRow {
     std::vector<double> delivery_ms;  // per token of the answer: engine emission → client receipt
     // Per 1-token follow-up (round trip):
     std::vector<double> rt_ms;         // client: sent → terminal event
-    std::vector<double> server_rt_ms;  // engine: total_ms (submitted → finished)
+    std::vector<double> server_rt_ms;  // engine: submitted → final event emitted
+    std::vector<double> retire_ms;     // engine: of that, after total_ms (last token → final event: KV to the prefix cache)
     std::vector<double> queued_ms;     // engine: submitted → admitted (includes the engine thread's wake-up)
     std::vector<double> up_ms;         // client sent → server received the request (connect, send, read)
     std::vector<double> prepare_ms;    // server received → engine submitted (parse, validate, tokenise)
@@ -201,7 +205,9 @@ TurnRow measure(char kind, int turn, const Turn& a, const std::vector<Turn>& fol
     for (const Turn& b : follow_ups) {
         check_same_clock(b);
         r.rt_ms.push_back(b.total_ms());
-        r.server_rt_ms.push_back(num(b.timings, "total_ms"));
+        const double engine = (num(b.timings, "finished_us") - num(b.timings, "received_us")) / 1000.0 - num(b.timings, "prepare_ms");
+        r.server_rt_ms.push_back(engine);
+        r.retire_ms.push_back(engine - num(b.timings, "total_ms"));
         r.queued_ms.push_back(num(b.timings, "queued_ms"));
         r.up_ms.push_back((num(b.timings, "received_us") - static_cast<double>(monotonic_us(b.sent))) / 1000.0);
         r.prepare_ms.push_back(num(b.timings, "prepare_ms"));
@@ -237,11 +243,11 @@ std::vector<TurnRow> run_all(const std::vector<char>& kinds, const LatencyOption
 
 struct Summary {
     double rt_p50, rt_p90, tok_p50, tok_p90, ttft_p50, ttft_p90;
-    double gap_p50, up_p50, prepare_p50, engine_p50, down_p50, server_ttft_p50, queued_p50;
+    double gap_p50, up_p50, prepare_p50, engine_p50, down_p50, server_ttft_p50, queued_p50, retire_p50;
 };
 
 Summary summarize(const std::vector<TurnRow>& all, char kind) {
-    std::vector<double> rt, tok, ttft, gap, up, prep, engine, down, sttft, queued;
+    std::vector<double> rt, tok, ttft, gap, up, prep, engine, down, sttft, queued, retire;
     auto add = [](std::vector<double>& to, const std::vector<double>& from) { to.insert(to.end(), from.begin(), from.end()); };
     for (const TurnRow& r : all) {
         if (r.mode != kind) continue;
@@ -253,11 +259,12 @@ Summary summarize(const std::vector<TurnRow>& all, char kind) {
         add(prep, r.prepare_ms);
         add(engine, r.server_rt_ms);
         add(queued, r.queued_ms);
+        add(retire, r.retire_ms);
         add(down, r.down_ms);
         sttft.push_back(r.server_ttft_ms);
     }
     return Summary{pct(rt, .5),  pct(rt, .9), pct(tok, .5),  pct(tok, .9),    pct(ttft, .5), pct(ttft, .9),
-                   pct(gap, .5), pct(up, .5), pct(prep, .5), pct(engine, .5), pct(down, .5), pct(sttft, .5), pct(queued, .5)};
+                   pct(gap, .5), pct(up, .5), pct(prep, .5), pct(engine, .5), pct(down, .5), pct(sttft, .5), pct(queued, .5), pct(retire, .5)};
 }
 
 const char* mode_name(char kind) {
@@ -290,12 +297,13 @@ void bench_latency(const LatencyOptions& o) {
         std::printf("| %s | %.3f / %.3f | %.3f / %.3f | %.1f / %.1f |\n", mode_name(kinds[i]), s[i].rt_p50, s[i].rt_p90,
                     s[i].tok_p50, s[i].tok_p90, s[i].ttft_p50, s[i].ttft_p90);
     std::printf("\nWhere the 1-token round trip goes, medians in ms (up: client sent → server received; prepare: → engine "
-                "submitted; engine: submitted → finished, of which queued: → admitted; down: engine finished → client has "
-                "the terminal event), the mean inter-delta gap minus the engine's, and the engine's TTFT of the answers:\n");
-    std::printf("| mode | up | prepare | engine (queued) | down | gap overhead | engine TTFT |\n|---|---|---|---|---|---|---|\n");
+                "submitted; engine: submitted → final event, of which queued: → admitted, and retire: last token → final "
+                "event; down: final event → client has it), the mean inter-delta gap minus the engine's, and the engine's TTFT of the answers:\n");
+    std::printf("| mode | up | prepare | engine (queued, retire) | down | gap overhead | engine TTFT |\n|---|---|---|---|---|---|---|\n");
     for (size_t i = 0; i < kinds.size(); ++i)
-        std::printf("| %s | %.3f | %.3f | %.2f (%.3f) | %.3f | %.4f | %.1f |\n", mode_name(kinds[i]), s[i].up_p50, s[i].prepare_p50,
-                    s[i].engine_p50, s[i].queued_p50, s[i].down_p50, s[i].gap_p50, s[i].server_ttft_p50);
+        std::printf("| %s | %.3f | %.3f | %.2f (%.3f, %.3f) | %.3f | %.4f | %.1f |\n", mode_name(kinds[i]), s[i].up_p50,
+                    s[i].prepare_p50, s[i].engine_p50, s[i].queued_p50, s[i].retire_p50, s[i].down_p50, s[i].gap_p50,
+                    s[i].server_ttft_p50);
     auto less = [](double a, double c) { return a > 0 ? 100.0 * (1.0 - c / a) : 0.0; };
     std::printf("\n(c) vs (a), medians: round-trip overhead %.0f%% less (target ≥ 80%%), per-token overhead %.0f%% less "
                 "(target ≥ 30%%), TTFT %.0f%% lower (target ≥ 50%%)\n",

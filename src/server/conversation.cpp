@@ -109,8 +109,12 @@ std::vector<int32_t> build_prompt(const ModelEntry& m, const PromptParts& p, con
         if (m.chat_format && tok.is_eog(tokens.back())) tokens.pop_back();
     }
     try {
+        // Instructions are not inherited through previous_response_id, but a continuation that re-sends the
+        // ones its history already starts with must not get them again (clients re-send them every turn).
+        const bool new_instructions = p.instructions && !p.instructions->empty() &&
+                                      (!continuing || previous->instructions != p.instructions);
         if (!m.chat_format) {
-            std::string text = plain_text(p.instructions, p.items);
+            std::string text = plain_text(continuing && !new_instructions ? std::nullopt : p.instructions, p.items);
             if (continuing) {
                 std::vector<int32_t> delta = tok.encode(std::string("\n").append(text), false, false);
                 tokens.insert(tokens.end(), delta.begin(), delta.end());
@@ -121,8 +125,6 @@ std::vector<int32_t> build_prompt(const ModelEntry& m, const PromptParts& p, con
         }
         std::vector<ChatMessage> msgs = to_messages(p.items);
         std::string tools_block = p.tools ? render_tools(*p.tools) : "";
-        bool new_instructions = p.instructions && !p.instructions->empty() &&
-                                (!continuing || previous->instructions != p.instructions);
         if (!continuing) {
             // The system turn: instructions, else the conversation's own system message, else the
             // template's default; tool signatures go at its end.

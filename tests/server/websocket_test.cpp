@@ -80,6 +80,24 @@ TEST_F(WebSocket, WarmUpWithGenerateFalseThenAChainedTurn) {
     EXPECT_FALSE(r["output"].empty());
 }
 
+TEST_F(WebSocket, ReSentInstructionsAreNotInsertedAgainButNewOnesAre) {
+    WsClient ws(port());
+    ws.send(create({{"instructions", "A story."}, {"input", "Once upon a time"}, {"max_output_tokens", 4}, {"store", false}}));
+    json r1 = terminal_of(ws.recv_until(kTerminal))["response"];
+    ASSERT_NE(r1["status"], "failed") << r1.dump();
+    auto input_tokens = [&](const json& extra) {
+        json c = create({{"input", "Then it rained."}, {"previous_response_id", r1["id"]}, {"max_output_tokens", 1}, {"store", false}});
+        c.update(extra);
+        ws.send(c);
+        json r = terminal_of(ws.recv_until(kTerminal))["response"];
+        EXPECT_NE(r["status"], "failed") << r.dump();
+        return r["usage"]["input_tokens"].get<int>();
+    };
+    const int without = input_tokens(json::object());
+    EXPECT_EQ(input_tokens({{"instructions", "A story."}}), without);       // the history starts with them
+    EXPECT_GT(input_tokens({{"instructions", "A long poem."}}), without);   // new instructions: in the prompt
+}
+
 TEST_F(WebSocket, CancelMidStreamThenRedirectFromThePartialOutput) {
     WsClient ws(port());
     ws.send(create({{"input", "Once upon a time"}, {"max_output_tokens", 400}}));

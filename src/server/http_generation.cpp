@@ -170,6 +170,65 @@ void store_if_asked(ServerState& st, const ResponseRecord& rec) {
     }
 }
 
+// One generation being answered: the engine request, its in-flight registration, the client watch and the
+// SSE writer (used when streaming). drain() is the event loop the three endpoints share.
+struct Generation {
+    HttpContext& c;
+    Runtime& rt;
+    std::shared_ptr<EventChannel> chan;
+    uint64_t rid;
+    bool stream;
+    InFlight live;
+    ClientWatch watch;
+    SseWriter sse;
+
+    Generation(HttpContext& ctx, Runtime& r, std::shared_ptr<EventChannel> ch, uint64_t id, bool streaming, std::string live_id,
+               LiveResponse l)
+        : c(ctx), rt(r), chan(std::move(ch)), rid(id), stream(streaming), live(ctx.st, std::move(live_id), std::move(l)),
+          watch(ctx, r, id), sse{ctx} {}
+
+    // Until the engine's final event: `render(event)` returns the SSE text for it ("" when there is
+    // nothing to send); `finished(final)` runs once the final event is in, before its text is written —
+    // the Responses endpoint stores the response there, so a client reacting to response.completed
+    // finds it. A failed write (the client went away) cancels the generation, and draining goes on
+    // until the engine confirms, so nothing is left running.
+    template <class Render, class Finished>
+    net::awaitable<Event> drain(Render render, Finished finished) {
+        Event final_ev;
+        for (bool done = false; !done;) {
+            std::vector<TimedEvent> batch = co_await chan->next();
+            std::string out;
+            for (const TimedEvent& ev : batch) {
+                out += render(ev);
+                if (ev.done) {
+                    final_ev = ev;
+                    done = true;
+                }
+            }
+            if (done) {
+                co_await watch.stop();
+                account(c.st, c.key, final_ev.usage);
+                finished(final_ev);
+                live.finish();
+            }
+            if (!stream) continue;
+            const bool was_gone = sse.gone;
+            co_await sse.chunk(out);
+            if (sse.gone && !was_gone && !watch.gone()) {
+                rt.cancel(rid);
+                ++c.st.metrics.disconnects;
+            }
+        }
+        co_return final_ev;
+    }
+
+    // After drain(): false when the client is gone (nobody to answer; the connection is not reused).
+    bool client_here() {
+        if (watch.gone()) c.closed = true;
+        return !watch.gone();
+    }
+};
+
 }  // namespace
 
 net::awaitable<void> handle_responses_create(HttpContext& c, const json& body) {
@@ -182,54 +241,27 @@ net::awaitable<void> handle_responses_create(HttpContext& c, const json& body) {
     auto chan = std::make_shared<EventChannel>(co_await net::this_coro::executor, c.st.metrics);
     Runtime& rt = *p.model->runtime;
     const uint64_t rid = submit(rt, p.gen, *chan);
-    InFlight live(c.st, p.rec.id, LiveResponse{&rt, rid, response_object(p.rec)});
-    ClientWatch watch(c, rt, rid);
+    const bool stream = p.rec.req.stream;
+    Generation g(c, rt, chan, rid, stream, p.rec.id, LiveResponse{&rt, rid, response_object(p.rec)});
     ResponseEvents events(p.rec, *p.model->tokenizer);
     std::vector<json> out;
     events.start(out);
-    const bool stream = p.rec.req.stream;
-    SseWriter sse{c};
     if (stream) {
-        co_await sse.begin();
+        co_await g.sse.begin();
         const std::string head = sse_events(out);
-        co_await sse.chunk(head);
+        co_await g.sse.chunk(head);
     }
-    Event final_ev;
-    for (bool done = false; !done;) {
-        std::vector<TimedEvent> batch = co_await chan->next();
+    auto render = [&](const TimedEvent& ev) {
         out.clear();
-        for (const TimedEvent& ev : batch) {
-            if (ev.done) {
-                events.finish(ev, p.gen.prompt, out, monotonic_us(ev.at));
-                final_ev = ev;
-                done = true;
-            } else {
-                events.token(ev, out, monotonic_us(ev.at));
-            }
-        }
-        if (done) {
-            // Stored (and no longer live) before the terminal event leaves: a client that GETs the
-            // response as soon as it sees response.completed finds it.
-            co_await watch.stop();
-            account(c.st, c.key, final_ev.usage);
-            store_if_asked(c.st, p.rec);
-            live.finish();
-        }
-        if (!stream) continue;
-        const bool was_gone = sse.gone;
-        const std::string chunk = sse_events(out);
-        co_await sse.chunk(chunk);
-        if (sse.gone && !was_gone && !watch.gone()) {
-            rt.cancel(rid);  // keep draining until the engine confirms, so nothing is left running
-            ++c.st.metrics.disconnects;
-        }
-    }
-    if (watch.gone()) {
-        c.closed = true;  // nobody to answer
-        co_return;
-    }
+        if (ev.done) events.finish(ev, p.gen.prompt, out, monotonic_us(ev.at));
+        else events.token(ev, out, monotonic_us(ev.at));
+        return stream ? sse_events(out) : std::string();
+    };
+    auto finished = [&](const Event&) { store_if_asked(c.st, p.rec); };
+    const Event final_ev = co_await g.drain(render, finished);
+    if (!g.client_here()) co_return;
     const std::string timing = server_timing(final_ev.timings, parse_ms);
-    if (stream) co_await sse.end(timing);
+    if (stream) co_await g.sse.end(timing);
     else {
         const json obj = response_object(p.rec);
         co_await write_json(c, 200, obj, timing);
@@ -244,57 +276,36 @@ net::awaitable<void> handle_chat_completions(HttpContext& c, const json& body) {
     auto chan = std::make_shared<EventChannel>(co_await net::this_coro::executor, c.st.metrics);
     Runtime& rt = *p.model->runtime;
     const uint64_t rid = submit(rt, p.gen, *chan);
-    InFlight live(c.st, "", {});
-    ClientWatch watch(c, rt, rid);
+    Generation g(c, rt, chan, rid, req.p.stream, "", {});
     const std::string id = make_id("chatcmpl-");
     const int64_t created = now_s();
     const std::string& model = p.model->name;
     const Tokenizer& tok = *p.model->tokenizer;
-    SseWriter sse{c};
     auto data = [](const json& j) { return "data: " + dump(j) + "\n\n"; };
     if (req.p.stream) {
-        co_await sse.begin();
+        co_await g.sse.begin();
         // (Braced lists stay out of co_await expressions: GCC 12 miscompiles them in coroutines.)
         const json role = {{"role", "assistant"}, {"content", ""}};
         const std::string first = data(chat_chunk(id, model, created, role, nullptr, nullptr));
-        co_await sse.chunk(first);
+        co_await g.sse.chunk(first);
     }
     std::string text;
     json logprobs = json::array();
-    Event final_ev;
-    for (bool done = false; !done;) {
-        std::vector<TimedEvent> batch = co_await chan->next();
-        std::string out;
-        for (const Event& ev : batch) {
-            if (ev.done) {
-                final_ev = ev;
-                done = true;
-            }
-            if (ev.text.empty()) continue;
-            text += ev.text;
-            json lp = nullptr;
-            if (req.p.logprobs && ev.token >= 0) {
-                json e = token_logprobs(tok, ev);
-                logprobs.push_back(e);
-                lp = {{"content", json::array({e})}};
-            }
-            // With tools the text may turn out to be a call: it is sent once parsed, at the end.
-            if (req.p.stream && !tools) out += data(chat_chunk(id, model, created, {{"content", ev.text}}, nullptr, lp));
+    auto render = [&](const TimedEvent& ev) {
+        if (ev.text.empty()) return std::string();
+        text += ev.text;
+        json lp = nullptr;
+        if (req.p.logprobs && ev.token >= 0) {
+            json e = token_logprobs(tok, ev);
+            logprobs.push_back(e);
+            lp = {{"content", json::array({e})}};
         }
-        const bool was_gone = sse.gone;
-        if (req.p.stream) co_await sse.chunk(out);
-        if (sse.gone && !was_gone && !watch.gone()) {
-            rt.cancel(rid);
-            ++c.st.metrics.disconnects;
-        }
-    }
-    co_await watch.stop();
-    account(c.st, c.key, final_ev.usage);
-    live.finish();
-    if (watch.gone()) {
-        c.closed = true;
-        co_return;
-    }
+        // With tools the text may turn out to be a call: it is sent once parsed, at the end.
+        if (!req.p.stream || tools) return std::string();
+        return data(chat_chunk(id, model, created, {{"content", ev.text}}, nullptr, lp));
+    };
+    const Event final_ev = co_await g.drain(render, [](const Event&) {});
+    if (!g.client_here()) co_return;
     json tool_calls = json::array();
     if (tools) {
         ParsedOutput parsed = parse_tool_calls(text);
@@ -318,9 +329,9 @@ net::awaitable<void> handle_chat_completions(HttpContext& c, const json& body) {
     out += data(chat_chunk(id, model, created, json::object(), finish, nullptr));
     if (req.p.include_usage) out += data(chat_usage_chunk(id, model, created, final_ev.usage));
     out += "data: [DONE]\n\n";
-    co_await sse.chunk(out);
+    co_await g.sse.chunk(out);
     const std::string timing = server_timing(final_ev.timings, parse_ms);
-    co_await sse.end(timing);
+    co_await g.sse.end(timing);
 }
 
 net::awaitable<void> handle_completions(HttpContext& c, const json& body) {
@@ -330,46 +341,24 @@ net::awaitable<void> handle_completions(HttpContext& c, const json& body) {
     auto chan = std::make_shared<EventChannel>(co_await net::this_coro::executor, c.st.metrics);
     Runtime& rt = *p.model->runtime;
     const uint64_t rid = submit(rt, p.gen, *chan);
-    InFlight live(c.st, "", {});
-    ClientWatch watch(c, rt, rid);
+    Generation g(c, rt, chan, rid, req.p.stream, "", {});
     const std::string id = make_id("cmpl-");
     const int64_t created = now_s();
     const std::string& model = p.model->name;
-    SseWriter sse{c};
     auto data = [](const json& j) { return "data: " + dump(j) + "\n\n"; };
     std::string text = req.echo ? req.prompt : "";
     if (req.p.stream) {
-        co_await sse.begin();
+        co_await g.sse.begin();
         const std::string echo = text.empty() ? std::string() : data(completion_chunk(id, model, created, text, nullptr));
-        co_await sse.chunk(echo);
+        co_await g.sse.chunk(echo);
     }
-    Event final_ev;
-    for (bool done = false; !done;) {
-        std::vector<TimedEvent> batch = co_await chan->next();
-        std::string out;
-        for (const Event& ev : batch) {
-            if (ev.done) {
-                final_ev = ev;
-                done = true;
-            }
-            if (ev.text.empty()) continue;
-            text += ev.text;
-            if (req.p.stream) out += data(completion_chunk(id, model, created, ev.text, nullptr));
-        }
-        const bool was_gone = sse.gone;
-        if (req.p.stream) co_await sse.chunk(out);
-        if (sse.gone && !was_gone && !watch.gone()) {
-            rt.cancel(rid);
-            ++c.st.metrics.disconnects;
-        }
-    }
-    co_await watch.stop();
-    account(c.st, c.key, final_ev.usage);
-    live.finish();
-    if (watch.gone()) {
-        c.closed = true;
-        co_return;
-    }
+    auto render = [&](const TimedEvent& ev) {
+        if (ev.text.empty()) return std::string();
+        text += ev.text;
+        return req.p.stream ? data(completion_chunk(id, model, created, ev.text, nullptr)) : std::string();
+    };
+    const Event final_ev = co_await g.drain(render, [](const Event&) {});
+    if (!g.client_here()) co_return;
     const std::string finish = finish_reason_string(final_ev.finish, false);
     if (!req.p.stream) {
         const json obj = completion_object(id, model, created, text, finish, final_ev.usage);
@@ -385,9 +374,9 @@ net::awaitable<void> handle_completions(HttpContext& c, const json& body) {
         out += data(u);
     }
     out += "data: [DONE]\n\n";
-    co_await sse.chunk(out);
+    co_await g.sse.chunk(out);
     const std::string timing = server_timing(final_ev.timings, parse_ms);
-    co_await sse.end(timing);
+    co_await g.sse.end(timing);
 }
 
 }  // namespace flint::server

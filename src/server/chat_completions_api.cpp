@@ -7,22 +7,6 @@
 namespace flint::server {
 namespace {
 
-std::string message_text(const json& content, const std::string& param) {
-    if (content.is_null()) return "";
-    if (content.is_string()) return content.get<std::string>();
-    if (!content.is_array()) wrong_type(param, "a string or an array of content parts");
-    std::string text;
-    for (size_t i = 0; i < content.size(); ++i) {
-        const json& part = content[i];
-        std::string p = param + "[" + std::to_string(i) + "]";
-        if (!part.is_object()) wrong_type(p, "an object");
-        std::string type = opt_string(part, "type", p + ".type").value_or("text");
-        if (type != "text") throw bad_request("Content part type '" + type + "' is not supported by this server (text only).", p + ".type");
-        text += opt_string(part, "text", p + ".text").value_or("");
-    }
-    return text;
-}
-
 void parse_params(const json& body, CompletionParams& p, int64_t default_max) {
     p.model = opt_string(body, "model", "model").value_or("");
     p.stream = opt_bool(body, "stream", "stream").value_or(false);
@@ -76,7 +60,7 @@ ChatRequest parse_chat_request(const json& body) {
         auto role = opt_string(m, "role", param + ".role");
         if (!role) throw bad_request("Missing required parameter: '" + param + ".role'.", param + ".role", "missing_required_parameter");
         const json* c = field(m, "content");
-        std::string text = c ? message_text(*c, param + ".content") : "";
+        std::string text = c ? text_content(*c, param + ".content", {"text"}) : "";
         if (*role == "tool") {
             InputItem it;
             it.kind = InputItem::Kind::FunctionCallOutput;

@@ -3,7 +3,9 @@
 #pragma once
 #include <cmath>
 #include <optional>
+#include <initializer_list>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -74,5 +76,28 @@ inline json parse_body(const std::string& body) {
 // JSON text for a client; invalid UTF-8 (which the engine never produces, but user text might carry
 // through) is replaced rather than thrown.
 inline std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+// Message content: a string, or an array of parts whose texts are joined. A part whose type is not one of
+// `text_types` is refused (400 naming the part), not silently dropped; a part without a type counts as
+// the first of them. Shared by the Chat Completions and Responses parsers.
+inline std::string text_content(const json& content, const std::string& param, std::initializer_list<std::string_view> text_types) {
+    if (content.is_null()) return "";
+    if (content.is_string()) return content.get<std::string>();
+    if (!content.is_array()) wrong_type(param, "a string or an array of content parts");
+    std::string text;
+    for (size_t i = 0; i < content.size(); ++i) {
+        const json& part = content[i];
+        const std::string p = param + "[" + std::to_string(i) + "]";
+        if (!part.is_object()) wrong_type(p, "an object");
+        const std::string type = opt_string(part, "type", p + ".type").value_or(std::string(*text_types.begin()));
+        bool ok = false;
+        for (std::string_view t : text_types) ok = ok || type == t;
+        if (!ok)
+            throw bad_request("Content part type '" + type + "' is not supported by this server (text only).", p + ".type",
+                              "unsupported_content");
+        text += opt_string(part, "text", p + ".text").value_or("");
+    }
+    return text;
+}
 
 }  // namespace flint::server

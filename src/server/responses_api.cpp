@@ -14,22 +14,9 @@ int64_t now_s() {
     return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-// Message content: a string, or parts whose text is joined. Non-text parts are refused, not dropped.
+// Responses content parts: input_text (the default), output_text (assistant turns) and plain text.
 std::string content_text(const json& content, const std::string& param) {
-    if (content.is_string()) return content.get<std::string>();
-    if (!content.is_array()) wrong_type(param, "a string or an array of content parts");
-    std::string text;
-    for (size_t i = 0; i < content.size(); ++i) {
-        const json& part = content[i];
-        std::string p = param + "[" + std::to_string(i) + "]";
-        if (!part.is_object()) wrong_type(p, "an object");
-        std::string type = opt_string(part, "type", p + ".type").value_or("input_text");
-        if (type != "input_text" && type != "output_text" && type != "text")
-            throw bad_request("Content part type '" + type + "' is not supported by this server (text only).", p + ".type",
-                              "unsupported_content");
-        text += opt_string(part, "text", p + ".text").value_or("");
-    }
-    return text;
+    return text_content(content, param, {"input_text", "output_text", "text"});
 }
 
 InputItem parse_item(const json& item, const std::string& param, bool& skip) {

@@ -264,5 +264,25 @@ TEST(ResponsesStore, RestartKeepsStoredResponsesAndTheirHistory) {
     std::filesystem::remove(db + "-shm");
 }
 
+TEST_F(ResponsesHttp, NonTextContentPartsAreRefusedNamingThePartOnBothApis) {
+    json chat = {{"model", "stories"},
+                 {"messages", json::array({{{"role", "user"},
+                                            {"content", json::array({{{"type", "text"}, {"text", "Hi"}},
+                                                                     {{"type", "image_url"}, {"image_url", {{"url", "x"}}}}})}}})}};
+    HttpResult c = post_json(port(), "/v1/chat/completions", chat);
+    ASSERT_EQ(c.status, 400) << c.body;
+    EXPECT_EQ(c.json_body()["error"]["param"], "messages[0].content[1].type");
+    EXPECT_EQ(c.json_body()["error"]["code"], "unsupported_content");
+    json resp = story();
+    resp["input"] = json::array({{{"role", "user"}, {"content", json::array({{{"type", "input_image"}, {"image_url", "x"}}})}}});
+    HttpResult r = post_json(port(), "/v1/responses", resp);
+    ASSERT_EQ(r.status, 400) << r.body;
+    EXPECT_EQ(r.json_body()["error"]["param"], "input[0].content[0].type");
+    EXPECT_EQ(r.json_body()["error"]["code"], "unsupported_content");
+    // Text parts are joined: a part without a type is text on both.
+    chat["messages"][0]["content"] = json::array({{{"text", "Once upon"}}, {{"type", "text"}, {"text", " a time"}}});
+    EXPECT_EQ(post_json(port(), "/v1/chat/completions", chat).status, 200);
+}
+
 }  // namespace
 }  // namespace flint::test

@@ -1,4 +1,4 @@
-// flint/server/event_channel.h — engine thread → session strand, without blocking the engine.
+// flint/server/event_channel.h — engine thread → session, without blocking the engine.
 //
 // The runtime calls its callback on the engine thread. The callback only appends the event under a
 // short lock and, if the session is not already due to look, posts one wake-up to the session's executor

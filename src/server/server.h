@@ -2,9 +2,9 @@
 //
 //   listener (server.cpp) ─► http_session.cpp ─► router: JSON endpoints, SSE streams
 //                                      └─ Upgrade on /v1/responses ─► websocket_session.cpp
-// Sessions are C++20 coroutines on a small Asio thread pool, one strand per connection, one writer per
-// socket. Engine events arrive on the engine thread and are posted to the session's strand
-// (event_channel.h). Beast stays in the .cpp files: this header is all a frontend or a test needs.
+// Sessions are C++20 coroutines; each I/O thread runs its own io_context and every connection lives on
+// one of them (dealt round-robin), one writer per socket. Engine events arrive on the engine thread and
+// are posted to the session's io_context (event_channel.h). Beast stays in the .cpp files: this header is all a frontend or a test needs.
 #pragma once
 #include <cstdint>
 #include <memory>

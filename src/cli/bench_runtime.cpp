@@ -168,6 +168,7 @@ void cancel(Runtime& rt, std::mt19937& rng) {
             if (++seen != k) return;
             // Cancel from another thread, as a server's I/O thread would.
             canceller = std::thread([&] {
+                while (id.load() == 0) std::this_thread::yield();  // submit() may not have returned yet
                 cancel_at = now_ms();
                 rt.cancel(id);
             });

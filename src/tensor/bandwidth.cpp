@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "tensor/thread_pool.h"
+#include "util/huge_pages.h"
 
 namespace flint {
 namespace {
@@ -48,7 +49,8 @@ double stream_read_seconds(ThreadPool* pool, const void* data, size_t bytes) {
 
 double measure_read_bandwidth_gbs(ThreadPool* pool, size_t bytes, int passes) {
     const size_t n = std::max<size_t>(bytes / 8, 1024);
-    std::unique_ptr<uint64_t[]> buf(new uint64_t[n]);
+    HugeBuffer mem(n * sizeof(uint64_t));
+    auto* buf = reinterpret_cast<uint64_t*>(mem.data());
     for (size_t i = 0; i < n; ++i) buf[i] = i;  // touch every page so the probe measures DRAM, not faults
     const int nth = pool ? pool->size() : 1;
     uint64_t sink[64] = {};
@@ -57,7 +59,7 @@ double measure_read_bandwidth_gbs(ThreadPool* pool, size_t bytes, int passes) {
         const auto t0 = std::chrono::steady_clock::now();
         auto read = [&](int i, int) {
             const size_t b = n * size_t(i) / size_t(nth), e = n * size_t(i + 1) / size_t(nth);
-            sink[i % 64] += sum_slice(buf.get() + b, e - b);
+            sink[i % 64] += sum_slice(buf + b, e - b);
         };
         if (pool) pool->run(read);
         else read(0, 1);

@@ -132,7 +132,10 @@ TEST(Runtime, CancelStopsWithinOneStepAndKeepsThePartialKvUsable) {
     std::atomic<uint64_t> id{0};
     std::atomic<int> seen{0};
     id = rt.submit(greedy_request(p, 200), c.callback([&](const Event&) {
-        if (++seen == 3) rt.cancel(id);  // on the engine thread, between two tokens
+        if (++seen != 3) return;
+        // The engine may get here before submit() has returned the id to this thread.
+        while (id.load() == 0) std::this_thread::yield();
+        rt.cancel(id);  // on the engine thread, between two tokens
     }));
     const Event done = c.wait();
     EXPECT_EQ(done.finish, FinishReason::Cancelled);

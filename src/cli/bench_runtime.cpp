@@ -32,7 +32,7 @@ struct BenchRuntimeOptions {
     int gen = 32;
     int repeat = 5;
     int prefill_chunk = 64;
-    double bg_step_ms = 0;
+    double bg_step_ms = RuntimeConfig{}.background_step_ms;
 };
 
 using Clock = std::chrono::steady_clock;
@@ -230,7 +230,7 @@ void register_bench_runtime(CLI::App& bench) {
     cmd->add_option("--gen", o->gen, "Tokens each sequence decodes in the batch test");
     cmd->add_option("--repeat", o->repeat, "Alternating runs of the batch test (medians reported)")->check(CLI::Range(1, 100));
     cmd->add_option("--prefill-chunk", o->prefill_chunk, "Prompt tokens per engine step");
-    cmd->add_option("--background-step-ms", o->bg_step_ms, "Size background prefill chunks to about this many ms a step (0: off)");
+    cmd->add_option("--background-step-ms", o->bg_step_ms, "While interactive requests come, size background prefill chunks to about this many ms a step (default 200; 0: off)");
     cmd->callback([o] { bench_runtime(*o); });
 }
 

@@ -97,7 +97,7 @@ void register_serve(CLI::App& app) {
     cmd->add_option("--max-queued", o->runtime.max_queued, "Waiting requests beyond this get 503")->check(CLI::Range(0, 1 << 20));
     cmd->add_option("--prefill-chunk", o->runtime.prefill_chunk, "Prompt tokens per engine step")->check(CLI::Range(1, 1 << 20));
     cmd->add_option("--background-step-ms", o->runtime.background_step_ms,
-                    "Size background (flex) prefill chunks so a step takes about this long (0: off)")
+                    "While priority requests come, size flex prefill chunks so a step takes about this long (default 200; 0: off)")
         ->check(CLI::Range(0.0, 60000.0));
     cmd->add_option("--chat-format", o->chat_format, "Chat format for models without a template: chatml, llama3, llama2, zephyr");
     cmd->add_option("--io-threads", o->server.io_threads, "Threads for sockets (default 2)")->check(CLI::Range(1, 256));

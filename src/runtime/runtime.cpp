@@ -46,6 +46,7 @@ struct Runtime::Impl {
     ForwardScratch scratch;
     std::vector<float> logits;
     double ms_per_token = 0;  // the last step's time per token fed (sizes background chunks)
+    Clock::time_point last_interactive{};  // last step with an interactive request queued or running
 
     // Shared with submitting threads (guarded by mu).
     mutable std::mutex mu;
@@ -324,7 +325,11 @@ struct Runtime::Impl {
         int budget = std::max(1, cfg.prefill_chunk);
         int decode_tokens = 0;
         for (const Entry& e : entries) decode_tokens += e.n;
-        int background = background_budget(decode_tokens);
+        auto interactive = [](const GenerationRequest& r) { return r.priority == Priority::Interactive; };
+        if (std::any_of(running.begin(), running.end(), [&](const auto& s) { return interactive(s->req()); }) ||
+            std::any_of(waiting.begin(), waiting.end(), [&](const auto& p) { return interactive(p->req); }))
+            last_interactive = now;
+        int background = background_budget(decode_tokens, now);
         for (Sequence* s : pre) {
             if (budget <= 0) break;
             const bool is_background = s->req().priority == Priority::Background;
@@ -350,11 +355,13 @@ struct Runtime::Impl {
         publish_stats();
     }
 
-    // Background prefill tokens this step may take: all of prefill_chunk, or with background_step_ms as
-    // many as fit in that time at the last step's cost per token, after the decode tokens (at least one,
-    // so a background prompt always advances).
-    int background_budget(int decode_tokens) const {
-        if (cfg.background_step_ms <= 0 || ms_per_token <= 0) return cfg.prefill_chunk;
+    // Background prefill tokens this step may take: all of prefill_chunk, or, with background_step_ms and
+    // interactive traffic, as many as fit in that time at the last step's cost per token after the decode
+    // tokens (at least one, so a background prompt always advances).
+    int background_budget(int decode_tokens, Clock::time_point now) const {
+        if (cfg.background_step_ms <= 0 || ms_per_token <= 0 || last_interactive == Clock::time_point{} ||
+            ms_between(last_interactive, now) > cfg.interactive_window_ms)
+            return cfg.prefill_chunk;
         const int fit = static_cast<int>(cfg.background_step_ms / ms_per_token) - decode_tokens;
         return std::clamp(fit, 1, std::max(1, cfg.prefill_chunk));
     }

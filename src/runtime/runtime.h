@@ -41,9 +41,12 @@ struct RuntimeConfig {
     int prefill_chunk = 64;           // prompt tokens per engine step (all sequences together)
     double aging_ms = 2000;           // a background request waiting this long for admission, or a background
                                       // prefill not served for this long, is scheduled as interactive once
-    double background_step_ms = 0;    // > 0: background prefill chunks are sized from the measured cost per
-                                      // token so a step takes about this long (bounds an arriving interactive
-                                      // request's wait for the step in flight); 0: prefill_chunk only
+    double background_step_ms = 200;  // > 0: while there is interactive traffic, background prefill chunks are
+                                      // sized from the measured cost per token so a step takes about this long
+                                      // (bounds an interactive request's wait for the step in flight and its
+                                      // time between tokens); 0: prefill_chunk only
+    double interactive_window_ms = 5000;  // "interactive traffic": an interactive request queued or running now
+                                          // or within this long; without it background chunks are full-size
     bool speculative = true;          // drafts from predictions / prompt lookup
     int max_draft = 16;               // draft tokens verified per step at most
 };

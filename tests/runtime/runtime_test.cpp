@@ -383,26 +383,39 @@ TEST(Runtime, BackgroundPrefillAdvancesUnderContinuousInteractivePrefill) {
     EXPECT_LT(bgw.done_at(), last) << "the background prompt waited for every interactive prefill";
 }
 
-// With background_step_ms, background chunks shrink to what fits the time at the measured cost per token;
-// interactive prompts keep the full chunk.
-TEST(Runtime, BackgroundStepTimeBoundsBackgroundChunks) {
+// With background_step_ms and interactive traffic, background chunks shrink to what fits the time at the
+// measured cost per token; interactive prompts keep the full chunk; without interactive traffic (or with the
+// option off) background chunks are full-size.
+TEST(Runtime, BackgroundStepTimeBoundsBackgroundChunksWhileInteractiveTrafficLasts) {
     FLINT_REQUIRE_SHARED("models/stories260K.gguf");
     auto l = load_stories();
     RuntimeConfig c = small_config();
     c.prefill_chunk = 64;
     c.background_step_ms = 1e-9;  // nothing fits: one token a step
-    Runtime rt(l.model, l.tok, c);
-    Event fg = run_one(rt, greedy_request(std::vector<int32_t>(40, 301), 1));
-    EXPECT_EQ(fg.timings.steps, 1) << "interactive prompts are not limited";
+    c.interactive_window_ms = 1e9;
     GenerationRequest bg = greedy_request(std::vector<int32_t>(40, 300), 1);
     bg.priority = Priority::Background;
-    Event b = run_one(rt, bg);
-    EXPECT_EQ(b.finish, FinishReason::Length);
-    EXPECT_EQ(b.timings.steps, 40);
-    c.background_step_ms = 0;
-    Runtime off(l.model, l.tok, c);
-    run_one(off, greedy_request(std::vector<int32_t>(40, 301), 1));
-    EXPECT_EQ(run_one(off, bg).timings.steps, 1);
+    {
+        Runtime rt(l.model, l.tok, c);
+        EXPECT_EQ(run_one(rt, bg).timings.steps, 1) << "no interactive request seen yet: full chunks";
+    }
+    {
+        Runtime rt(l.model, l.tok, c);
+        Event fg = run_one(rt, greedy_request(std::vector<int32_t>(40, 301), 1));
+        EXPECT_EQ(fg.timings.steps, 1) << "interactive prompts are not limited";
+        Event b = run_one(rt, bg);
+        EXPECT_EQ(b.finish, FinishReason::Length);
+        EXPECT_EQ(b.timings.steps, 40);
+    }
+    for (double window : {1e9, 0.0}) {
+        RuntimeConfig d = c;
+        if (window > 0) d.background_step_ms = 0;  // off
+        else d.interactive_window_ms = 0;          // the interactive request is long gone
+        Runtime rt(l.model, l.tok, d);
+        run_one(rt, greedy_request(std::vector<int32_t>(40, 301), 1));
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        EXPECT_EQ(run_one(rt, bg).timings.steps, 1) << window;
+    }
 }
 
 // close(): queued and running requests end with the given error, new ones are refused, nothing hangs.

@@ -26,8 +26,7 @@ constexpr int kStreamTokens = 24;
 // Row-streaming kernels prefetch this far ahead in the weight stream. Measured with the weights on
 // 2 MiB pages (one thread, per CPU-second, 40000x896, two rounds under load; kernels_bench Cpu1T):
 // 512 -> 2048 bytes: Q8_0 decode 17.7 -> 19.5 GB/s, Q4_0 14 -> 16.8 GB/s, 8 tokens Q8_0 +25%; 4096 no
-// better. (On 4 KiB pages 1-4 KB had been no better than 512: the prefetches crossed into unmapped TLB
-// entries.)
+// better. (With the weights on 4 KiB pages, 1-4 KB had measured no better than 512.)
 constexpr int kPrefetchBytes = 2048;
 
 struct KernelSet {

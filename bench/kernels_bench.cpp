@@ -266,7 +266,7 @@ void cpu_small_batch_args(benchmark::internal::Benchmark* b) {
     // A few tokens through a DRAM-sized matrix (batched decode, draft verification): per CPU-second,
     // GFLOP/s against the one-token row shows what each extra token costs.
     for (DType t : {DType::Q8_0, DType::Q4_0})
-        for (int nt : {1, 2, 4, 8, 16, 17, 24}) b->Args({type_index(t), 40000, 896, nt, 2, 1});
+        for (int nt : {1, 2, 4, 8, 16, 17, 32}) b->Args({type_index(t), 40000, 896, nt, 2, 1});
 }
 
 void small_args(benchmark::internal::Benchmark* b) {
@@ -292,7 +292,7 @@ BENCHMARK(BM_ModelDecode)
     ->Unit(benchmark::kMillisecond)->UseManualTime();
 // A model step for a few tokens at once (batched decode, draft verification): ModelStep/<type>/2/<n>.
 BENCHMARK(BM_ModelDecode)->Name("ModelStep")
-    ->ArgsProduct({{type_index(DType::Q8_0), type_index(DType::Q4_0)}, {2}, {1, 2, 4, 8, 16, 17, 32}})
+    ->ArgsProduct({{type_index(DType::Q8_0), type_index(DType::Q4_0)}, {2}, {1, 2, 4, 8, 16, 17, 24, 32, 48}})
     ->Unit(benchmark::kMillisecond)->UseManualTime();
 
 }  // namespace

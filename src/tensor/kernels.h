@@ -22,7 +22,9 @@ using TileFn = void (*)(int64_t cols, const void* w, size_t w_stride, int nr, co
 constexpr int kTileRows = 4;
 constexpr int kDecodeRows = 16;
 // The most tokens a row-streaming kernel takes (decode batches, draft blocks); above it, tiles.
-constexpr int kStreamTokens = 24;
+// Measured (whole 0.5B Q8_0 step, 2 threads, kernels_bench ModelStep): 32 tokens streamed 144 ms, by
+// 4x4 tiles 171 ms; from ~64 tokens the two are even (prompts keep the tiles, which need no re-reads).
+constexpr int kStreamTokens = 32;
 // Row-streaming kernels prefetch this far ahead in the weight stream. Measured with the weights on
 // 2 MiB pages (one thread, per CPU-second, 40000x896, two rounds under load; kernels_bench Cpu1T):
 // 512 -> 2048 bytes: Q8_0 decode 17.7 -> 19.5 GB/s, Q4_0 14 -> 16.8 GB/s, 8 tokens Q8_0 +25%; 4096 no

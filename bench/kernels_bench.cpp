@@ -147,7 +147,8 @@ void BM_ReadCpu(benchmark::State& state) {
 }
 
 // A whole 0.5B decode step's matmuls (24 layers of q/k/v/o/gate/up/down + the tied 151936x896 head):
-// the number that decides decode tok/s. range: 0 = type index, 1 = isa.
+// the number that decides decode tok/s. range: 0 = type index, 1 = isa, 2 = tokens per step (1 = decode;
+// 2..17 = a batch of sequences or a block of drafts, which should cost little more than one token).
 void BM_ModelDecode(benchmark::State& state) {
     const DType t = kTypes[state.range(0)];
     const Isa isa = Isa(state.range(1));
@@ -163,8 +164,9 @@ void BM_ModelDecode(benchmark::State& state) {
         for (const Shape& s : layer) ws.push_back(make_weights(t, s.rows, s.cols, uint32_t(l)));
     // The head stays Q8_0/Q6_K-ish in real files; here it has the same type as the layers.
     ws.push_back(make_weights(t, 151936, 896, 99));
-    const auto x = make_acts(4864);
-    std::vector<float> y(151936);
+    const int64_t nt = state.range(2);
+    const auto x = make_acts(4864 * nt);
+    std::vector<float> y(size_t(151936 * nt));
     double bytes = 0;
     for (const Weights& w : ws) bytes += double(w.bytes.size());
     // Each iteration: one decode step's matmuls, then a plain multi-threaded read of the same
@@ -174,7 +176,7 @@ void BM_ModelDecode(benchmark::State& state) {
     double read_s = 0, mm_s = 0;
     for (auto _ : state) {
         const auto t0 = std::chrono::steady_clock::now();
-        for (const Weights& w : ws) matmul(w.view, x.data(), 1, y.data(), &pool());
+        for (const Weights& w : ws) matmul(w.view, x.data(), nt, y.data(), &pool());
         const double mm = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         benchmark::DoNotOptimize(y.data());
         double rd = 0;
@@ -188,9 +190,9 @@ void BM_ModelDecode(benchmark::State& state) {
     state.counters["GB/s"] = bytes * double(state.iterations()) / mm_s / 1e9;
     state.counters["read_GB/s"] = bytes * double(state.iterations()) / read_s / 1e9;
     state.counters["bw%"] = 100 * ratio[ratio.size() / 2];  // median of per-iteration ratios
-    state.counters["tok/s"] = double(state.iterations()) / mm_s;
+    state.counters["tok/s"] = double(state.iterations() * nt) / mm_s;
     state.counters["MB"] = bytes / 1e6;
-    state.SetLabel(std::string(dtype_name(t)) + " " + isa_name(isa));
+    state.SetLabel(std::string(dtype_name(t)) + " " + isa_name(isa) + " x" + std::to_string(nt));
     set_isa(best_isa());
 }
 
@@ -258,6 +260,13 @@ void cpu_args(benchmark::internal::Benchmark* b) {
         }
 }
 
+void cpu_small_batch_args(benchmark::internal::Benchmark* b) {
+    // A few tokens through a DRAM-sized matrix (batched decode, draft verification): per CPU-second,
+    // GFLOP/s against the one-token row shows what each extra token costs.
+    for (DType t : {DType::Q8_0, DType::Q4_0})
+        for (int nt : {1, 2, 4, 8, 16, 17, 24}) b->Args({type_index(t), 40000, 896, nt, 2, 1});
+}
+
 void small_args(benchmark::internal::Benchmark* b) {
     // The single-thread crossover: the same small F32/Q8_0 products with 1 and 2 threads.
     for (DType t : {DType::F32, DType::Q8_0})
@@ -273,10 +282,15 @@ BENCHMARK(BM_Matmul)->Name("Prefill512")->Apply(prefill_args)->Unit(benchmark::k
 BENCHMARK(BM_Matmul)->Name("Small")->Apply(small_args)->Unit(benchmark::kMicrosecond)->UseManualTime();
 BENCHMARK(BM_ReadCpu)->Name("Cpu1T/read")->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_MatmulCpu)->Name("Cpu1T")->Apply(cpu_args)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_MatmulCpu)->Name("Cpu1TFew")->Apply(cpu_small_batch_args)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_ModelDecode)
-    ->Args({type_index(DType::Q8_0), 2})->Args({type_index(DType::Q4_0), 2})
-    ->Args({type_index(DType::Q8_0), 1})->Args({type_index(DType::Q4_0), 1})
-    ->Args({type_index(DType::Q5_0), 2})->Args({type_index(DType::F16), 2})
+    ->Args({type_index(DType::Q8_0), 2, 1})->Args({type_index(DType::Q4_0), 2, 1})
+    ->Args({type_index(DType::Q8_0), 1, 1})->Args({type_index(DType::Q4_0), 1, 1})
+    ->Args({type_index(DType::Q5_0), 2, 1})->Args({type_index(DType::F16), 2, 1})
+    ->Unit(benchmark::kMillisecond)->UseManualTime();
+// A model step for a few tokens at once (batched decode, draft verification): ModelStep/<type>/2/<n>.
+BENCHMARK(BM_ModelDecode)->Name("ModelStep")
+    ->ArgsProduct({{type_index(DType::Q8_0), type_index(DType::Q4_0)}, {2}, {1, 2, 4, 8, 16, 17, 32}})
     ->Unit(benchmark::kMillisecond)->UseManualTime();
 
 }  // namespace

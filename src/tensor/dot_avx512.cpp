@@ -64,6 +64,8 @@ struct Q8_0W {
         // A missing second block must contribute 0: its (zero) activations already make it so.
         return v;
     }
+    template <bool kTail>
+    static __m512i load_signed(const Block* blk) { return load_q8_pair<kTail>(blk); }
 };
 
 // Nibbles of two blocks, unpacked in 256-bit halves (cheaper than a 512-bit cross-lane permute):
@@ -84,6 +86,8 @@ struct Q4_0W {
     static constexpr bool kPermuted = true;
     template <bool kTail>
     static __m512i load(const Block* blk) { return load_nibble_pair<kTail>(blk); }
+    template <bool kTail>
+    static __m512i load_signed(const Block* blk) { return _mm512_sub_epi8(load<kTail>(blk), _mm512_set1_epi8(kOffset)); }
 };
 
 struct Q5_0W {
@@ -102,6 +106,8 @@ struct Q5_0W {
         const __m512i v = load_nibble_pair<kTail>(blk);
         return _mm512_or_si512(v, _mm512_maskz_mov_epi8(__mmask64(bits), _mm512_set1_epi8(16)));
     }
+    template <bool kTail>
+    static __m512i load_signed(const Block* blk) { return _mm512_sub_epi8(load<kTail>(blk), _mm512_set1_epi8(kOffset)); }
 };
 
 // One activation block pair in the weight type's element order.
@@ -165,66 +171,123 @@ void rows_dispatch(int nr, int64_t nb, const void* w, size_t ws, const void* a, 
     }
 }
 
-// Decode (one token): rows are streamed one after another. Measured on this machine (Zen4 VM, one
+// Few tokens (decode, a handful of sequences, a block of drafts to verify): rows are streamed one after
+// another, each dotted with every token while its bytes pass. Measured on this machine (Zen4 VM, one
 // thread, per CPU-second): reading 2 or 4 rows interleaved block by block ran at 9-10 GB/s against
-// 23-25 GB/s for the same bytes read row by row, and software prefetch did not recover it. So the
-// token's activation blocks are prepared once per tile (offset sums, scales) and every row is then
-// one sequential stream.
-template <typename W>
-void decode_rows(int64_t nb, const void* w, size_t ws, int nr, const BlockQ8_0* a, float* y) {
-    constexpr int64_t kPairs = 64;  // activation pairs prepared at once (8.5 KB, stays in L1)
-    alignas(64) __m512i av[kPairs], ainit[kPairs];
-    alignas(64) float da[2 * kPairs];  // the pair's two activation scales; spread per row below
-    // One accumulator per row, carried across the activation chunks, fed pair by pair in ascending order:
-    // exactly the arithmetic of tile_rt, so a token's result does not depend on the batch it is in
-    // (speculative verification and continuous batching rely on that).
-    alignas(64) __m512 racc[kDecodeRows];
-    for (int r = 0; r < nr; ++r) racc[r] = _mm512_setzero_ps();
-    for (int64_t p0 = 0; p0 < (nb + 1) / 2; p0 += kPairs) {
-        const int64_t np = std::min(kPairs, (nb + 1) / 2 - p0);
-        for (int64_t p = 0; p < np; ++p) {
-            const int64_t b = 2 * (p0 + p);
-            const bool tail = b + 1 >= nb;
-            av[p] = tail ? act_pair<W, true>(a + b) : act_pair<W, false>(a + b);
-            da[2 * p] = _cvtsh_ss(a[b].d);
-            da[2 * p + 1] = tail ? 0.0f : _cvtsh_ss(a[b + 1].d);
-            ainit[p] = offset_init<W>(av[p]);
+// 23-25 GB/s for the same bytes read row by row, and software prefetch did not recover it; the 4x4
+// tiles below read rows that way, which is right for a prompt (each weight byte serves 64 tokens from
+// L1) and wrong for a few tokens, where the weight stream is the cost.
+// So the tokens' activation pairs are prepared once per chunk (offset sums, scales, in L1), and every
+// row is then one sequential stream. One accumulator per (row, token), carried across the chunks and fed
+// pair by pair in ascending order: exactly the arithmetic of tile_rt, so a token's result does not
+// depend on the batch it is in (speculative verification and continuous batching rely on that).
+template <typename W, int T>
+void stream_rows(int64_t nb, const void* w, size_t ws, int nr, const uint8_t* a, size_t as, float* y, int64_t ldy) {
+    // Where VPDPBUSD's offset correction goes. One token: on the activation side (the weights made
+    // unsigned, the accumulator starting at -offset * sum(a), prepared once per chunk), so a pair costs
+    // one weight load and the two L1 loads. Several tokens: on the weight side (the activations made
+    // unsigned, a + 128, once per chunk; the weights' signed levels, the accumulator starting at
+    // -128 * sum(w), once per row pair for all tokens), so each token costs one L1 load fewer.
+    // Either way the int32 lanes are the exact block dot: the floats that follow are the same.
+    constexpr bool kWeightSide = T > 1;
+    constexpr int64_t kPairs = T == 1 ? 64 : std::max(16, 64 / T);  // pairs per chunk: <= 136*T*kPairs B in L1
+    alignas(64) __m512i av[T][kPairs], ainit[kWeightSide ? 1 : T][kPairs];
+    // Each pair's two activation scales: one token, as two floats spread per row below; several tokens,
+    // spread over the lanes once here, so a (row, token) pair costs one product.
+    alignas(64) float da[kWeightSide ? 1 : T][2 * kPairs];
+    alignas(64) __m512 da16[kWeightSide ? T : 1][kWeightSide ? kPairs : 1];
+    alignas(64) __m512 racc[kDecodeRows][T];
+    for (int r = 0; r < nr; ++r)
+        for (int t = 0; t < T; ++t) racc[r][t] = _mm512_setzero_ps();
+    const __m512i k80 = _mm512_set1_epi8(int8_t(0x80));
+    const int64_t n_pairs = (nb + 1) / 2;
+    for (int64_t p0 = 0; p0 < n_pairs; p0 += kPairs) {
+        const int64_t np = std::min(kPairs, n_pairs - p0);
+        for (int t = 0; t < T; ++t) {
+            const auto* at = row_ptr<BlockQ8_0>(a, as, t);
+            for (int64_t p = 0; p < np; ++p) {
+                const int64_t b = 2 * (p0 + p);
+                const bool tail = b + 1 >= nb;
+                const __m512i v = tail ? act_pair<W, true>(at + b) : act_pair<W, false>(at + b);
+                if constexpr (kWeightSide) {
+                    av[t][p] = _mm512_xor_si512(v, k80);
+                    da16[t][p] = scales2<W::kPermuted>(at[b].d, tail ? 0 : at[b + 1].d);
+                } else {
+                    av[t][p] = v;
+                    ainit[t][p] = offset_init<W>(v);
+                    da[t][2 * p] = _cvtsh_ss(at[b].d);
+                    da[t][2 * p + 1] = tail ? 0.0f : _cvtsh_ss(at[b + 1].d);
+                }
+            }
         }
+        const int64_t full = (2 * (p0 + np) <= nb) ? np : np - 1;  // the last pair may be half a pair
         for (int r = 0; r < nr; ++r) {
             const auto* wr = row_ptr<typename W::Block>(w, ws, r);
-            auto pair = [&](int64_t p, auto tail, __m512 acc) -> __m512 {
+            __m512 acc[T];
+            for (int t = 0; t < T; ++t) acc[t] = racc[r][t];
+            auto pair = [&](int64_t p, auto tail) {
                 constexpr bool kTail = decltype(tail)::value;
                 const int64_t b = 2 * (p0 + p);
                 _mm_prefetch(reinterpret_cast<const char*>(wr + b) + kPrefetchBytes, _MM_HINT_T0);
-                const __m512i wv = W::template load<kTail>(wr + b);
-                // The two scale products in a 128-bit register, then spread once: the same products
-                // tile_rt forms in 512 bits, for fewer uops (decode is load/uop bound).
-                const __m128 dwa = _mm_mul_ps(halves2(wr[b].d, kTail ? 0 : wr[b + 1].d),
-                                              _mm_castsi128_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(da + 2 * p))));
-                const __m512i isum = _mm512_dpbusd_epi32(ainit[p], wv, av[p]);
-                return _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), spread2<W::kPermuted>(dwa), acc);
+                // The two scale products in a 128-bit register, then spread: the same products tile_rt
+                // forms in 512 bits, for fewer uops (this path is load/uop bound).
+                const __m128 dw = halves2(wr[b].d, kTail ? 0 : wr[b + 1].d);
+                if constexpr (kWeightSide) {
+                    // A missing second block: its levels pair with a + 128 = 128 and cancel against winit.
+                    const __m512i wv = W::template load_signed<kTail>(wr + b);
+                    const __m512i winit = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), k80, wv));
+                    const __m512 dw16 = spread2<W::kPermuted>(dw);
+                    for (int t = 0; t < T; ++t) {
+                        const __m512i isum = _mm512_dpbusd_epi32(winit, av[t][p], wv);
+                        acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dw16, da16[t][p]), acc[t]);
+                    }
+                } else {
+                    const __m512i wv = W::template load<kTail>(wr + b);
+                    const __m128 dwa = _mm_mul_ps(dw, _mm_castsi128_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(&da[0][2 * p]))));
+                    const __m512i isum = _mm512_dpbusd_epi32(ainit[0][p], wv, av[0][p]);
+                    acc[0] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), spread2<W::kPermuted>(dwa), acc[0]);
+                }
             };
-            const int64_t full = (2 * (p0 + np) <= nb) ? np : np - 1;  // last pair may be half a pair
-            __m512 acc = racc[r];
             int64_t p = 0;
-            for (; p < full; ++p) acc = pair(p, std::false_type{}, acc);
-            if (p < np) acc = pair(p, std::true_type{}, acc);
-            racc[r] = acc;
+            for (; p < full; ++p) pair(p, std::false_type{});
+            if (p < np) pair(p, std::true_type{});
+            for (int t = 0; t < T; ++t) racc[r][t] = acc[t];
         }
     }
-    for (int r = 0; r < nr; ++r) y[r] = _mm512_reduce_add_ps(racc[r]);
+    for (int r = 0; r < nr; ++r)
+        for (int t = 0; t < T; ++t) y[t * ldy + r] = _mm512_reduce_add_ps(racc[r][t]);
 }
 
 // Q8_0 decode once went to the AVX2 kernel (measured, whole 0.5B decode step, 2 threads: AVX2 85-87% of a
 // plain read of the same bytes, AVX-512 79-81%). It stays on AVX-512 so that decode and batched products
 // agree bit for bit (the AVX2 kernel sums in another order); see tests/tensor/batch_invariance_test.cpp.
 
-// Batches: tokens 4 at a time (4x4 = 16 accumulators of the 32 registers), then the remainder.
+// Up to kStreamTokens tokens: streamed rows, tokens in groups of at most 8 (8 accumulators per row; a
+// row's second pass comes from L1). More (a prompt): 4x4 tiles (16 accumulators of the 32 registers).
 template <typename W>
 void tile_q8(int64_t cols, const void* w, size_t ws, int nr, const void* a, size_t as, int nt, float* y, int64_t ldy) {
     const int64_t nb = cols / QK;
-    if (nt == 1) return decode_rows<W>(nb, w, ws, nr, static_cast<const BlockQ8_0*>(a), y);
     const auto* ab = static_cast<const uint8_t*>(a);
+    if (nt <= kStreamTokens) {
+        const int groups = (nt + 7) / 8;  // balanced: 17 tokens go 6 + 6 + 5, not 8 + 8 + 1
+        for (int t = 0, i = 0; t < nt; ++i) {
+            const int g = nt / groups + (i < nt % groups);
+            const uint8_t* at = ab + size_t(t) * as;
+            float* yt = y + t * ldy;
+            switch (g) {
+                case 1: stream_rows<W, 1>(nb, w, ws, nr, at, as, yt, ldy); break;
+                case 2: stream_rows<W, 2>(nb, w, ws, nr, at, as, yt, ldy); break;
+                case 3: stream_rows<W, 3>(nb, w, ws, nr, at, as, yt, ldy); break;
+                case 4: stream_rows<W, 4>(nb, w, ws, nr, at, as, yt, ldy); break;
+                case 5: stream_rows<W, 5>(nb, w, ws, nr, at, as, yt, ldy); break;
+                case 6: stream_rows<W, 6>(nb, w, ws, nr, at, as, yt, ldy); break;
+                case 7: stream_rows<W, 7>(nb, w, ws, nr, at, as, yt, ldy); break;
+                default: stream_rows<W, 8>(nb, w, ws, nr, at, as, yt, ldy); break;
+            }
+            t += g;
+        }
+        return;
+    }
     int t = 0;
     for (; t + 4 <= nt; t += 4) rows_dispatch<W, 4>(nr, nb, w, ws, ab + size_t(t) * as, as, y + t * ldy, ldy);
     switch (nt - t) {
@@ -375,6 +438,9 @@ void fill_avx512(KernelSet& k) {
     k.tile[id(DType::Q4_K)] = tile_q45k_fused<false, BlockQ4_K>;
     k.tile[id(DType::Q5_K)] = tile_q45k_fused<true, BlockQ5_K>;
     k.tile[id(DType::Q6_K)] = tile_q6k_fused;
+    // Every kernel here walks rows one after another for a handful of tokens (the K-quants always do).
+    for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q5_0, DType::Q4_K, DType::Q5_K, DType::Q6_K})
+        k.stream_tokens[id(t)] = kStreamTokens;
 }
 
 }  // namespace flint::detail

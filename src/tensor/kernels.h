@@ -13,19 +13,24 @@ namespace flint::detail {
 
 // Dot products of a tile of weight rows with a batch of activation rows:
 //   y[t * ldy + r] = sum_c W[r, c] * A[t, c]     for r in [0, nr), t in [0, nt)
-// w: nr weight rows of `cols` elements, w_stride bytes apart; nr <= kTileRows when nt > 1, and
-//    nr <= kDecodeRows when nt == 1 (decode streams the rows one after another, see dot_avx512.cpp).
+// w: nr weight rows of `cols` elements, w_stride bytes apart; nr <= kDecodeRows when nt == 1 or
+//    nt <= KernelSet::stream_tokens[type] (the kernel streams the rows one after another, see
+//    dot_avx512.cpp), otherwise nr <= kTileRows.
 // a: nt activation rows in the weight's activation format (activation_type), a_stride bytes apart.
 using TileFn = void (*)(int64_t cols, const void* w, size_t w_stride, int nr, const void* a,
                         size_t a_stride, int nt, float* y, int64_t ldy);
 constexpr int kTileRows = 4;
 constexpr int kDecodeRows = 16;
+// The most tokens a row-streaming kernel takes (decode batches, draft blocks); above it, tiles.
+constexpr int kStreamTokens = 24;
 // Decode kernels prefetch this far ahead in the weight stream. Measured (one thread, 151936x896,
 // bytes per CPU-second): Q4_0 9.5 -> 13.8 GB/s, Q8_0 15.4 -> 16.5 GB/s; 1-4 KB was no better.
 constexpr int kPrefetchBytes = 512;
 
 struct KernelSet {
     TileFn tile[32] = {};  // indexed by DType id; null where the type has no matmul
+    // Per DType id: tile streams kDecodeRows rows for up to this many tokens (0: for one token only).
+    uint8_t stream_tokens[32] = {};
     void (*quantize_q8_0)(const float* x, BlockQ8_0* y, int64_t n) = nullptr;
     void (*quantize_q8_k)(const float* x, BlockQ8_K* y, int64_t n) = nullptr;
     float (*dot_f32)(const float* a, const float* b, int64_t n) = nullptr;

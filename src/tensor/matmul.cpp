@@ -3,8 +3,9 @@
 // matmul = (1) convert the activations once (Q8_0 / Q8_K / none, see kernels.h activation_type),
 // (2) hand out chunks of output rows to the pool's threads. Batched calls walk a chunk in tiles of
 // kTileRows rows, each dotted against every token of a token block, so each weight byte comes from
-// memory once per call however many tokens there are; decode hands kernels kDecodeRows rows at a time,
-// which they stream one after another (see dot_avx512.cpp for why).
+// memory once per call however many tokens there are; decode (and, where the kernel supports it, up to
+// kStreamTokens tokens) hands kernels kDecodeRows rows at a time, which they stream one after another
+// (see dot_avx512.cpp for why).
 #include "tensor/matmul.h"
 
 #include <algorithm>
@@ -189,9 +190,10 @@ void matmul(const WeightView& w, const float* x, int64_t n_tokens, float* y, Thr
     }
 
     // (2) rows in chunks; a thread claims the next chunk when done (the cores are shared, so static
-    // shares would leave the whole call waiting on whichever thread got preempted). Decode uses
-    // taller tiles: its kernels stream the rows of a tile one after another.
-    job.tile_rows = n_tokens == 1 ? kDecodeRows : kTileRows;
+    // shares would leave the whole call waiting on whichever thread got preempted). Decode and small
+    // batches use taller tiles where the kernel streams the rows of a tile one after another.
+    const bool stream = n_tokens == 1 || n_tokens <= job.k->stream_tokens[int(w.type)];
+    job.tile_rows = stream ? kDecodeRows : kTileRows;
     const int64_t n_tiles = (w.rows + job.tile_rows - 1) / job.tile_rows;
     job.tiles_per_chunk = std::max<int64_t>(1, n_tiles / (int64_t(nth) * 8));
     job.n_chunks = (n_tiles + job.tiles_per_chunk - 1) / job.tiles_per_chunk;

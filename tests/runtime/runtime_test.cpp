@@ -131,7 +131,11 @@ TEST(Runtime, CancelStopsWithinOneStepAndKeepsThePartialKvUsable) {
     auto cb = c.callback();
     id = rt.submit(greedy_request(p, 200), [&](const Event& e) {
         cb(e);
-        if (!e.done && ++seen == 3) rt.cancel(id);  // on the engine thread, between two tokens
+        if (!e.done && ++seen == 3) {
+            // The engine may get here before submit() has returned the id to this thread.
+            while (id.load() == 0) std::this_thread::yield();
+            rt.cancel(id);  // on the engine thread, between two tokens
+        }
     });
     c.wait();
     EXPECT_EQ(c.done.finish, FinishReason::Cancelled);

@@ -24,7 +24,7 @@ TEST(BatchInvariance, EveryTokenOfABatchMatchesItsSingleTokenProduct) {
                 auto wf = random_floats(size_t(rows * cols), 11);
                 auto w = quantize_matrix(t, wf, rows, cols);
                 WeightView wv{t, w.data(), rows, cols};
-                for (int64_t n : {2, 5, 17}) {
+                for (int64_t n : {2, 3, 5, 8, 9, 16, 17, 24, 25}) {
                     auto x = random_floats(size_t(n * cols), 12 + uint32_t(n));
                     std::vector<float> batched(size_t(n * rows));
                     std::vector<float> single(static_cast<size_t>(rows));

@@ -33,6 +33,7 @@ struct BenchEditOptions {
     float temperature = 0;            // 0: greedy target; else a target sampled with `seed`
     uint64_t seed = 1;
     bool trace = false;
+    int max_draft = 16;
 };
 
 struct Done {
@@ -56,9 +57,12 @@ Event run(Runtime& rt, const GenerationRequest& r) {
     return d.ev;
 }
 
-// Decode-phase throughput: generated tokens over the time from the end of prefill to the last token.
+// Decode-phase time: from the end of prefill to the last token.
+double decode_ms(const Event& e) { return e.timings.total_ms - e.timings.queued_ms - e.timings.prefill_ms; }
+
+// Decode-phase throughput: generated tokens over the decode-phase time.
 double decode_tps(const Event& e) {
-    const double ms = e.timings.total_ms - e.timings.queued_ms - e.timings.prefill_ms;
+    const double ms = decode_ms(e);
     return ms > 0 ? e.output.size() / (ms / 1000.0) : 0;
 }
 
@@ -145,7 +149,7 @@ void bench_edit(const BenchEditOptions& o) {
     c.threads = resolve_threads(o.model.threads);
     c.ctx = std::max<int>(o.model.ctx, static_cast<int>(prompt.size()) + o.target_tokens + 64);
     c.kv_type = o.model.kv_type == "f16" ? DType::F16 : DType::F32;
-    c.max_draft = 16;
+    c.max_draft = o.max_draft;
     RuntimeConfig plain_cfg = c;
     plain_cfg.speculative = false;
     Runtime plain(model, tok, plain_cfg);
@@ -161,10 +165,18 @@ void bench_edit(const BenchEditOptions& o) {
     // The target: what the model writes greedily (or samples with the seed; the speculative rows sample
     // with the same seed and must reproduce it token for token, see spec/verify.h). Run twice and keep the second timing (warm caches).
     Event base = run(plain, r);
-    std::vector<double> plain_tps;
-    for (int i = 0; i < std::max(1, o.reps); ++i) plain_tps.push_back(decode_tps(run(plain, r)));
+    std::vector<double> plain_tps, plain_ms;
+    for (int i = 0; i < std::max(1, o.reps); ++i) {
+        Event e = run(plain, r);
+        plain_tps.push_back(decode_tps(e));
+        plain_ms.push_back(decode_ms(e) / std::max<size_t>(1, e.output.size() - 1));
+    }
     std::sort(plain_tps.begin(), plain_tps.end());
+    std::sort(plain_ms.begin(), plain_ms.end());
     const double plain_med = plain_tps[plain_tps.size() / 2];
+    // Plain decoding takes one engine step per token after the first (which comes with the prefill), so
+    // the rest of its steps are the prefill's: the same for every row.
+    const int prefill_steps = base.timings.steps - static_cast<int>(base.output.size()) + 1;
     const std::vector<int32_t>& target = base.output;
     std::vector<int32_t> distinct = target;
     std::sort(distinct.begin(), distinct.end());
@@ -174,23 +186,32 @@ void bench_edit(const BenchEditOptions& o) {
                 o.temperature > 0 ? ("sampled, T " + std::to_string(o.temperature) + " seed " + std::to_string(o.seed)).c_str()
                                   : "greedy",
                 o.edit.c_str(), plain_med);
-    std::printf("| prediction accuracy | accepted / prediction | engine steps | effective tok/s | vs plain | output identical |\n"
-                "|---|---|---|---|---|---|\n");
+    std::printf("plain decoding: %.1f ms per step; decode steps below exclude the %d prefill steps\n",
+                plain_ms[plain_ms.size() / 2], prefill_steps);
+    std::printf("| prediction accuracy | accepted / prediction | decode steps | ms per step | effective tok/s | vs plain | output identical |\n"
+                "|---|---|---|---|---|---|---|\n");
     std::mt19937 rng(7);
     auto row = [&](const std::string& label, const std::vector<int32_t>& prediction, bool lookup) {
         GenerationRequest s = r;
         s.prediction = prediction;
         s.prompt_lookup = lookup;
-        std::vector<double> tps;
+        std::vector<double> tps, ms;
         Event e;
+        bool identical = true;
         for (int i = 0; i < std::max(1, o.reps); ++i) {
             e = run(spec, s);
             tps.push_back(decode_tps(e));
+            identical = identical && e.output == target;
+            const int steps = e.timings.steps - prefill_steps;
+            // The first token comes with the prefill; each later step produces at least one.
+            ms.push_back(decode_ms(e) / std::max(1, steps));
         }
         std::sort(tps.begin(), tps.end());
+        std::sort(ms.begin(), ms.end());
         const double med = tps[tps.size() / 2];
-        std::printf("| %s | %d / %zu | %d | %.1f | %.2fx | %s |\n", label.c_str(), e.usage.accepted_prediction_tokens,
-                    prediction.size(), e.timings.steps, med, med / plain_med, e.output == target ? "yes" : "NO");
+        std::printf("| %s | %d / %zu | %d | %.1f | %.1f | %.2fx | %s |\n", label.c_str(), e.usage.accepted_prediction_tokens,
+                    prediction.size(), e.timings.steps - prefill_steps, ms[ms.size() / 2], med, med / plain_med,
+                    identical ? "yes" : "NO");
         std::fflush(stdout);
     };
     for (int a : o.accuracies) {
@@ -215,6 +236,7 @@ void register_bench_edit(CLI::App& bench) {
         ->check(CLI::IsMember({"substitute", "insert", "delete"}));
     cmd->add_option("--temperature", o->temperature, "Sample the target at this temperature (0: greedy)")->check(CLI::Range(0.0, 10.0));
     cmd->add_option("--seed", o->seed, "Seed of the sampled target (the speculative rows use the same)");
+    cmd->add_option("--max-draft", o->max_draft, "Most drafts verified in one step")->check(CLI::Range(1, 64));
     cmd->add_flag("--trace", o->trace, "Log every engine step's drafts, acceptance and cursor state to stderr");
     cmd->callback([o] { bench_edit(*o); });
 }

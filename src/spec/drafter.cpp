@@ -114,9 +114,14 @@ void PredictionDrafter::advance(std::span<const int32_t> output) {
             probe_ = false;
             cursor_ = resync(output.first(seen_ + 1));
             if (cursor_ >= 0) {
+                // The output's last n-gram is in the prediction. On repetitive text that is often a phrase
+                // from elsewhere rather than the rejoin, but it tends to continue the same way there too
+                // (prompt lookup over the prediction); measured, it beats guessing near the edit.
                 anchor_ = cursor_;
                 last_good_ = done;
             } else if (last_good_ >= 0 && done - last_good_ <= kProbeWindow) {
+                // Inside an edited span, just after the output left the prediction: guess near where it
+                // should stand, a short block the model's next token tests.
                 const int64_t at = probe_at(t);
                 run_ = at >= 0 ? 1 : 0;  // the model's token agreed with the prediction there
                 cursor_ = at >= -1 ? at : -at - 2;

@@ -150,6 +150,11 @@ void bench_edit(const BenchEditOptions& o) {
     c.ctx = std::max<int>(o.model.ctx, static_cast<int>(prompt.size()) + o.target_tokens + 64);
     c.kv_type = o.model.kv_type == "f16" ? DType::F16 : DType::F32;
     c.max_draft = o.max_draft;
+    // Engine steps after the prefill (whose chunks are the steps for the prompt tokens not in the cache).
+    auto decode_steps = [&](const Event& e) {
+        const int fresh = e.usage.prompt_tokens - e.usage.cached_tokens;
+        return e.timings.steps - (fresh + c.prefill_chunk - 1) / c.prefill_chunk;
+    };
     RuntimeConfig plain_cfg = c;
     plain_cfg.speculative = false;
     Runtime plain(model, tok, plain_cfg);
@@ -169,14 +174,14 @@ void bench_edit(const BenchEditOptions& o) {
     for (int i = 0; i < std::max(1, o.reps); ++i) {
         Event e = run(plain, r);
         plain_tps.push_back(decode_tps(e));
-        plain_ms.push_back(decode_ms(e) / std::max<size_t>(1, e.output.size() - 1));
+        // One step per token after the first, which comes with the prefill.
+        if (decode_steps(e) != static_cast<int>(e.output.size()) - 1) fail("bench edit: unexpected plain step count");
+        plain_ms.push_back(decode_ms(e) / std::max(1, decode_steps(e)));
     }
     std::sort(plain_tps.begin(), plain_tps.end());
     std::sort(plain_ms.begin(), plain_ms.end());
     const double plain_med = plain_tps[plain_tps.size() / 2];
-    // Plain decoding takes one engine step per token after the first (which comes with the prefill), so
-    // the rest of its steps are the prefill's: the same for every row.
-    const int prefill_steps = base.timings.steps - static_cast<int>(base.output.size()) + 1;
+    std::printf("plain decoding: %.1f ms per step\n", plain_ms[plain_ms.size() / 2]);
     const std::vector<int32_t>& target = base.output;
     std::vector<int32_t> distinct = target;
     std::sort(distinct.begin(), distinct.end());
@@ -186,8 +191,6 @@ void bench_edit(const BenchEditOptions& o) {
                 o.temperature > 0 ? ("sampled, T " + std::to_string(o.temperature) + " seed " + std::to_string(o.seed)).c_str()
                                   : "greedy",
                 o.edit.c_str(), plain_med);
-    std::printf("plain decoding: %.1f ms per step; decode steps below exclude the %d prefill steps\n",
-                plain_ms[plain_ms.size() / 2], prefill_steps);
     std::printf("| prediction accuracy | accepted / prediction | decode steps | ms per step | effective tok/s | vs plain | output identical |\n"
                 "|---|---|---|---|---|---|---|\n");
     std::mt19937 rng(7);
@@ -202,7 +205,7 @@ void bench_edit(const BenchEditOptions& o) {
             e = run(spec, s);
             tps.push_back(decode_tps(e));
             identical = identical && e.output == target;
-            const int steps = e.timings.steps - prefill_steps;
+            const int steps = decode_steps(e);
             // The first token comes with the prefill; each later step produces at least one.
             ms.push_back(decode_ms(e) / std::max(1, steps));
         }
@@ -210,7 +213,7 @@ void bench_edit(const BenchEditOptions& o) {
         std::sort(ms.begin(), ms.end());
         const double med = tps[tps.size() / 2];
         std::printf("| %s | %d / %zu | %d | %.1f | %.1f | %.2fx | %s |\n", label.c_str(), e.usage.accepted_prediction_tokens,
-                    prediction.size(), e.timings.steps - prefill_steps, ms[ms.size() / 2], med, med / plain_med,
+                    prediction.size(), decode_steps(e), ms[ms.size() / 2], med, med / plain_med,
                     identical ? "yes" : "NO");
         std::fflush(stdout);
     };

@@ -328,6 +328,8 @@ struct Runtime::Impl {
         auto t0 = Clock::now();
         forward(model, batch, *kv, scratch, pool.get(), logits.data());
         const double step_ms = ms_between(t0, Clock::now());
+        int batch_tokens = 0;
+        for (const Entry& e : entries) batch_tokens += e.n;
         steps_total++;
         std::vector<uint64_t> ids;
         size_t row = 0;
@@ -368,7 +370,9 @@ struct Runtime::Impl {
                 ++accepted;
                 s.n_past += 1;  // the draft's KV at this position is the accepted token's
             }
-            // A re-synchronisation probe's outcome says nothing about how good the prediction is.
+            // A re-synchronisation probe's outcome says nothing about how good the prediction is; its cost
+            // (like every step's) feeds the length controller's cost model.
+            if (s.draft_len) s.draft_len->observe_step(batch_tokens, step_ms);
             if (s.draft_len && k > 0 && !(s.prediction && s.prediction->probing())) s.draft_len->update(k, accepted);
             row += e.logits == Logits::All ? e.n : 1;
         }

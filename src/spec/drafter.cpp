@@ -209,12 +209,49 @@ void AdaptiveLength::update(int proposed, int accepted) {
     constexpr double keep = 0.8;  // per block: the last ~5 blocks dominate
     acc_ = keep * acc_ + accepted;
     miss_ = keep * miss_ + (accepted < proposed ? 1 : 0);
-    if (accepted == proposed) {
-        k_ = std::min(cap_, std::max(k_ * 2, 2));
-        return;
+    choose();
+    // Full acceptance: let the length grow even before the estimate catches up.
+    if (accepted == proposed) k_ = std::max(k_, std::min(cap_, 2 * proposed));
+}
+
+void AdaptiveLength::observe_step(int tokens, double ms) {
+    // While drafting does not pay, try one draft every kExplore steps so the estimate can recover.
+    constexpr int kExplore = 8;
+    if (k_ == 0 && ++idle_ >= kExplore) k_ = 1, idle_ = 0;
+    else if (k_ == 1 && pessimistic_) k_ = 0, idle_ = 1;
+    if (tokens <= 0 || !(ms > 0)) return;
+    constexpr double keep = 0.95;
+    const double n = tokens;
+    s0_ = keep * s0_ + 1;
+    sn_ = keep * sn_ + n;
+    snn_ = keep * snn_ + n * n;
+    sm_ = keep * sm_ + ms;
+    snm_ = keep * snm_ + n * ms;
+}
+
+double AdaptiveLength::relative_token_cost() const {
+    constexpr double prior = 0.1;  // until steps of different sizes were seen
+    const double det = s0_ * snn_ - sn_ * sn_;
+    if (s0_ < 2 || det < 0.25 * s0_ * s0_) return prior;  // too little spread in the step sizes
+    const double c1 = (s0_ * snm_ - sn_ * sm_) / det;
+    const double c0 = (sm_ - c1 * sn_) / s0_;
+    if (!(c1 > 0)) return 0.001;
+    return c0 + c1 > 0 ? std::clamp(c1 / (c0 + c1), 0.001, 1.0) : 1.0;
+}
+
+void AdaptiveLength::choose() {
+    const double alpha = acc_ / (acc_ + miss_);
+    const double beta = relative_token_cost();
+    // Expected tokens per step: the model's own token plus the agreeing prefix of k drafts.
+    double best = 1, tokens = 1, p = 1;  // k = 0: a plain decoding step, one token at cost 1
+    k_ = 0;
+    for (int k = 1; k <= cap_; ++k) {
+        p *= alpha;
+        tokens += p;
+        const double rate = tokens / (1 + beta * k);
+        if (rate > best * 1.001) best = rate, k_ = k;
     }
-    const double run = acc_ / std::max(miss_, 1e-6);  // agreeing drafts per miss, long run
-    k_ = std::clamp(std::max(accepted + 1, static_cast<int>(run)), 1, cap_);
+    pessimistic_ = k_ == 0;
 }
 
 }  // namespace flint

@@ -101,19 +101,31 @@ private:
     size_t indexed_ = 0;  // continuations starting before this index are in last_
 };
 
-// Draft length from the long-run acceptance. It tracks (decaying) accepted drafts and misses; their ratio
-// is the typical run of agreeing tokens between misses, and the length never drops below that run (capped)
-// after a miss, so one wrong token in a good prediction costs one block, not a slow regrowth from 1.
-// Full acceptance doubles the length; repeated misses bring the run, and the length, down to 1.
+// Draft length from the long-run acceptance and the measured cost of a verify step. It tracks (decaying)
+// accepted drafts and misses, so α = accepted / (accepted + misses) is the chance the next draft agrees,
+// and fits the forward's time as c0 + c1·tokens from the steps it is told about. It then picks the k that
+// maximises expected tokens per unit of time, (1 + α + … + α^k) / (c0 + c1·(1 + k)). One miss in a good
+// prediction barely moves α, so the length holds; where a verified token costs nearly a decoded one
+// (tiny models), blocks stay short unless nearly every draft is accepted, and where no length pays
+// (α below the relative cost) it proposes none, trying a single draft every few steps.
 class AdaptiveLength {
 public:
     AdaptiveLength(int initial, int cap);
     int next() const { return k_; }
     void update(int proposed, int accepted);
+    // A forward pass over `tokens` tokens (all sequences in the step) took `ms`.
+    void observe_step(int tokens, double ms);
+    // The fitted extra cost of one more token in a step, relative to a one-token step.
+    double relative_token_cost() const;
 
 private:
+    void choose();
+
     int k_, cap_;
-    double acc_, miss_;  // decaying sums of accepted drafts and of misses
+    double acc_, miss_;                             // decaying sums of accepted drafts and of misses
+    double s0_ = 0, sn_ = 0, snn_ = 0, sm_ = 0, snm_ = 0;  // decaying least-squares sums of (tokens, ms)
+    bool pessimistic_ = false;  // drafting does not pay: 0 drafts, with an occasional single one to re-check
+    int idle_ = 0;              // steps since the last exploring draft
 };
 
 }  // namespace flint

@@ -22,6 +22,7 @@
 #include "tensor/matmul.h"
 #include "tensor/quant.h"
 #include "tensor/thread_pool.h"
+#include "util/huge_pages.h"
 
 namespace flint {
 namespace {
@@ -37,7 +38,7 @@ ThreadPool& pool() {
 // 136M elements with the reference K-quant search is slow, so one random row is quantized and
 // copied (the bytes are streamed all the same).
 struct Weights {
-    std::vector<uint8_t> bytes;
+    HugeBuffer bytes;  // like a loaded model's weights (2 MiB pages)
     WeightView view;
 };
 
@@ -46,7 +47,7 @@ Weights make_weights(DType t, int64_t rows, int64_t cols, uint32_t seed) {
     std::normal_distribution<float> nd(0, 0.02f);
     const size_t rb = row_bytes(t, size_t(cols));
     Weights w;
-    w.bytes.resize(rb * size_t(rows));
+    w.bytes = HugeBuffer(rb * size_t(rows));
     constexpr int kDistinct = 16;
     std::vector<float> row(static_cast<size_t>(cols));
     for (int i = 0; i < kDistinct && i < rows; ++i) {
@@ -141,7 +142,8 @@ void BM_MatmulCpu(benchmark::State& state) {
 // The one-thread, per-CPU-second reference for Cpu1T: a plain read of a 36 MB buffer (the size of
 // the 40000x896 Q8_0 matrix, past the 32 MB L3).
 void BM_ReadCpu(benchmark::State& state) {
-    std::vector<uint8_t> buf(size_t(40000) * 952, 1);
+    HugeBuffer buf(size_t(40000) * 952);
+    std::memset(buf.data(), 1, buf.size());
     for (auto _ : state) benchmark::DoNotOptimize(stream_read_seconds(nullptr, buf.data(), buf.size()));
     state.counters["GB/s"] = benchmark::Counter(double(buf.size()) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }

@@ -96,6 +96,9 @@ void register_serve(CLI::App& app) {
     cmd->add_option("--max-running", o->runtime.max_running, "Sequences decoding at once per model")->check(CLI::Range(1, 4096));
     cmd->add_option("--max-queued", o->runtime.max_queued, "Waiting requests beyond this get 503")->check(CLI::Range(0, 1 << 20));
     cmd->add_option("--prefill-chunk", o->runtime.prefill_chunk, "Prompt tokens per engine step")->check(CLI::Range(1, 1 << 20));
+    cmd->add_option("--background-step-ms", o->runtime.background_step_ms,
+                    "While priority requests come, size flex prefill chunks so a step takes about this long (default 200; 0: off)")
+        ->check(CLI::Range(0.0, 60000.0));
     cmd->add_option("--chat-format", o->chat_format, "Chat format for models without a template: chatml, llama3, llama2, zephyr");
     cmd->add_option("--io-threads", o->server.io_threads, "Threads for sockets (default 2)")->check(CLI::Range(1, 256));
     cmd->add_option("--body-limit", o->server.body_limit, "Largest request body in bytes (default 8 MiB)")->check(CLI::Range(int64_t{1024}, int64_t{1} << 34));
@@ -110,6 +113,8 @@ void register_serve(CLI::App& app) {
     cmd->add_option("--admin-key", o->server.admin_keys, "API key that may also change rate limits (repeatable)");
     cmd->add_option("--keys-file", o->server.keys_file, "Keys file: JSON {\"keys\":[{\"key\",\"models\",\"admin\"}]} or one key per line");
     cmd->add_option("--limits", o->server.limits_file, "Rate-limit config (JSON); reloaded on SIGHUP");
+    cmd->add_option("--models-dir", o->server.models_dir,
+                    "Directory POST /v1/models may load from (admin key; default: any path the server can read)");
     cmd->callback([o] { serve(*o); });
 }
 

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "cli/commands.h"
+#include "gguf/gguf.h"
 #include "tensor/matmul.h"
 #include "util/error.h"
 
@@ -21,6 +22,9 @@ void add_model_options(CLI::App& cmd, ModelOptions& o) {
         ->check(CLI::IsMember({"none", "linear", "yarn"}));
     cmd.add_option("--rope-scale", o.rope_scale, "Context extension factor for --rope-scaling")->check(CLI::Range(1.0, 1024.0));
     cmd.add_option("--yarn-orig-ctx", o.yarn_orig_ctx, "YaRN: original training context (default: the model's)");
+    cmd.add_flag("--mmap", o.mmap,
+                 "Map the weights from the file (zero-copy, shared page cache) instead of reading them onto 2 MiB "
+                 "pages; decode is slower that way on machines where TLB misses are costly");
 }
 
 void apply_rope_overrides(const ModelOptions& o, Model& m) {
@@ -70,7 +74,7 @@ LoadedModel load_model(const ModelOptions& o, bool progress) {
     const std::string path = o.model.empty() ? default_model_path() : o.model;
     auto t0 = std::chrono::steady_clock::now();
     if (progress) std::fprintf(stderr, "flint: loading %s …\n", path.c_str());
-    lm.model = Model::load(path);
+    lm.model = Model::load(path, o.mmap ? Residency::Map : Residency::HugePages);
     apply_rope_overrides(o, *lm.model);
     const ModelConfig& c = lm.model->config;
     lm.ctx = o.ctx > 0 ? o.ctx : std::min(c.ctx_train, 4096);
@@ -89,6 +93,13 @@ LoadedModel load_model(const ModelOptions& o, bool progress) {
         std::fprintf(stderr, "flint: %s\nflint: %.1f MiB of weights, ctx %d, KV %s, %d thread%s, kernels %s, loaded in %.2f s\n",
                      describe(c).c_str(), lm.model->weights.matrix_bytes / 1048576.0, lm.ctx, o.kv_type.c_str(), threads,
                      threads == 1 ? "" : "s", isa_name(active_isa()), lm.load_seconds);
+    if (progress) {
+        const MappedFile& m = lm.model->file->mapping();
+        if (m.residency() == Residency::Map) std::fprintf(stderr, "flint: weights mapped from the file (4 KiB pages)\n");
+        else
+            std::fprintf(stderr, "flint: weights read into memory, %.1f of %.1f MiB on 2 MiB pages\n",
+                         m.huge_page_bytes() / 1048576.0, m.size() / 1048576.0);
+    }
     return lm;
 }
 

@@ -20,6 +20,7 @@ struct ModelOptions {
     std::string rope_scaling; // override the file's RoPE scaling: none, linear, yarn
     float rope_scale = 0;     // context extension factor for linear / yarn
     int yarn_orig_ctx = 0;    // YaRN: the context the model was trained with (default: the file's)
+    bool mmap = false;        // map the weights from the file instead of reading them onto huge pages
 };
 
 // Applies --rope-scaling/--rope-scale/--yarn-orig-ctx to a loaded model's config.

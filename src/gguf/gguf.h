@@ -61,8 +61,9 @@ struct TensorInfo {
 
 class File {
 public:
-    // Maps and parses the file at `path`. Throws flint::Error on any problem.
-    static std::shared_ptr<File> open(const std::string& path);
+    // Maps (or, with Residency::HugePages, reads onto huge pages) and parses the file at `path`.
+    // Throws flint::Error on any problem.
+    static std::shared_ptr<File> open(const std::string& path, Residency residency = Residency::Map);
     // Parses a buffer the caller keeps alive (tests, fuzzing). `name` is used in messages.
     static std::shared_ptr<File> parse(const uint8_t* data, size_t size, const std::string& name);
 
@@ -72,6 +73,8 @@ public:
     uint64_t data_offset() const { return data_offset_; }
     size_t file_size() const { return size_; }
     const uint8_t* base() const { return base_; }
+    // Where the bytes live (empty for parse()d buffers).
+    const MappedFile& mapping() const { return map_; }
 
     // Metadata, in file order.
     const std::vector<std::pair<std::string, Value>>& metadata() const { return kv_; }

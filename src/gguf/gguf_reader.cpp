@@ -248,9 +248,9 @@ std::string TensorInfo::shape_string() const {
     return s + "]";
 }
 
-std::shared_ptr<File> File::open(const std::string& path) {
+std::shared_ptr<File> File::open(const std::string& path, Residency residency) {
     std::shared_ptr<File> f(new File());
-    f->map_ = MappedFile(path);
+    f->map_ = MappedFile(path, residency);
     f->name_ = path;
     f->base_ = f->map_.data();
     f->size_ = f->map_.size();

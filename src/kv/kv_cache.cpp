@@ -1,8 +1,6 @@
 #include "kv/kv_cache.h"
 
-#include <cerrno>
 #include <cstring>
-#include <sys/mman.h>
 
 #include "util/error.h"
 
@@ -22,18 +20,18 @@ KVCache::KVCache(const KVConfig& cfg) : cfg_(cfg) {
     layer_half_bytes_ = row_bytes_ * cfg.block_size;
     block_bytes_ = layer_half_bytes_ * 2 * cfg.n_layers;
     total_bytes_ = block_bytes_ * cfg.n_blocks;
-    void* p = ::mmap(nullptr, total_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (p == MAP_FAILED)
-        fail("KV cache: cannot reserve ", total_bytes_ >> 20, " MiB for ", cfg.n_blocks, " blocks: ", std::strerror(errno));
-    base_ = static_cast<uint8_t*>(p);
+    try {
+        mem_ = HugeBuffer(total_bytes_);
+    } catch (const Error& e) {
+        fail("KV cache: cannot reserve ", total_bytes_ >> 20, " MiB for ", cfg.n_blocks, " blocks: ", e.what());
+    }
+    base_ = mem_.data();
     refs_.assign(cfg.n_blocks, 0);
     free_.reserve(cfg.n_blocks);
     for (int64_t b = cfg.n_blocks - 1; b >= 0; --b) free_.push_back(static_cast<int32_t>(b));
 }
 
-KVCache::~KVCache() {
-    if (base_) ::munmap(base_, total_bytes_);
-}
+KVCache::~KVCache() = default;
 
 int32_t KVCache::alloc() {
     if (free_.empty()) return -1;

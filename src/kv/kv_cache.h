@@ -4,14 +4,16 @@
 //   block b: [n_layers][2 (K, V)][block_size][kv_dim] elements of `type` (f32 or f16)
 // A sequence names its blocks in a block table (position p lives in table[p / block_size], slot
 // p % block_size), so a contiguous cache is the special case of a table 0, 1, 2, … and prefix sharing
-// is two tables naming the same leading blocks. Blocks are reference-counted; the memory is mapped
-// lazily (untouched blocks cost no RSS).
+// is two tables naming the same leading blocks. Blocks are reference-counted; the memory is reserved
+// up front and backed lazily, on huge pages where the kernel grants them (util/huge_pages.h: attention
+// over a long context streams the whole cache per token), so RSS grows in steps of at most 2 MiB.
 #pragma once
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
 #include "tensor/dtype.h"
+#include "util/huge_pages.h"
 
 namespace flint {
 
@@ -59,6 +61,7 @@ private:
     size_t layer_half_bytes_ = 0;
     size_t block_bytes_ = 0;
     size_t total_bytes_ = 0;
+    HugeBuffer mem_;
     uint8_t* base_ = nullptr;
     std::vector<int32_t> refs_;
     std::vector<int32_t> free_;  // a stack: recently freed blocks are reused first (warm pages)

@@ -67,9 +67,4 @@ void attend_group(const HeadAttention& a, const QueryGroup& g, float* scratch) {
     }
 }
 
-void attend_head(const HeadAttention& a, const float* q, float* scores, float* out) {
-    if (active_isa() != Isa::Scalar && a.head_dim % 8 == 0) detail::attend_head_avx2(a, q, scores, out);
-    else detail::attend_head_scalar(a, q, scores, out);
-}
-
 }  // namespace flint

@@ -1,4 +1,4 @@
-// flint/model/attention.h — one query head attending over a sequence's cached keys and values.
+// flint/model/attention.h — query heads attending over a sequence's cached keys and values.
 //
 //   out = softmax(q · K[0..n) / sqrt(d)) · V[0..n)
 // K and V are read block by block through the sequence's block table (see kv/kv_cache.h), with a
@@ -22,9 +22,6 @@ struct HeadAttention {
     int head_dim = 0;
 };
 
-// q: (head_dim), scores: scratch (n_pos), out: (head_dim).
-void attend_head(const HeadAttention& a, const float* q, float* scores, float* out);
-
 // Several queries reading the same K/V (the heads of one KV group, for a few consecutive tokens of one
 // sequence), each with its own causal length. K and V are walked once for the whole group in blocks of
 // block_size positions, with an online softmax per query (flash-attention style), so a prefill chunk or a
@@ -42,8 +39,8 @@ void attend_group(const HeadAttention& a, const QueryGroup& g, float* scratch);
 size_t attend_group_scratch(const HeadAttention& a);
 
 namespace detail {
+// The scalar reference for one query (q, out: head_dim; scores: n_pos of scratch).
 void attend_head_scalar(const HeadAttention& a, const float* q, float* scores, float* out);
-void attend_head_avx2(const HeadAttention& a, const float* q, float* scores, float* out);  // attention_avx2.cpp
 // False when no compiled variant fits (block size 8/16/32, head dim 8/16/32/64/128).
 bool attend_group_avx2(const HeadAttention& a, const QueryGroup& g, float* scratch);          // attention_avx2.cpp
 }  // namespace detail

@@ -8,16 +8,10 @@
 
 #include "kv/kv_cache.h"
 #include "model/attention.h"
+#include "tensor/hsum_avx2.h"
 
 namespace flint::detail {
 namespace {
-
-inline float hsum(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
 
 inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
 inline __m256 load8(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
@@ -40,73 +34,6 @@ inline __m256 exp_neg(__m256 x) {
     const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
     return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
 }
-
-template <typename T>
-void attend(const HeadAttention& a, const float* q, float* scores, float* out) {
-    const KVCache& kv = *a.kv;
-    const int bs = kv.block_size(), kv_dim = kv.config().kv_dim, hd = a.head_dim, nv = hd / 8;
-    const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-    const int64_t off = static_cast<int64_t>(a.kv_head) * hd;
-    // Scores, block by block.
-    float mx = -INFINITY;
-    for (int p0 = 0; p0 < a.n_pos; p0 += bs) {
-        const T* kb = reinterpret_cast<const T*>(kv.k(a.blocks[p0 / bs], a.layer)) + off;
-        const int n = std::min(bs, a.n_pos - p0);
-        for (int j = 0; j < n; ++j) {
-            const T* k = kb + static_cast<int64_t>(j) * kv_dim;
-            __m256 acc = _mm256_mul_ps(load8(k), _mm256_loadu_ps(q));
-            for (int v = 1; v < nv; ++v) acc = _mm256_fmadd_ps(load8(k + 8 * v), _mm256_loadu_ps(q + 8 * v), acc);
-            const float s = hsum(acc) * scale;
-            scores[p0 + j] = s;
-            mx = std::max(mx, s);
-        }
-    }
-    // Softmax weights.
-    const __m256 vmx = _mm256_set1_ps(mx);
-    __m256 vsum = _mm256_setzero_ps();
-    int p = 0;
-    for (; p + 8 <= a.n_pos; p += 8) {
-        __m256 e = exp_neg(_mm256_sub_ps(_mm256_loadu_ps(scores + p), vmx));
-        _mm256_storeu_ps(scores + p, e);
-        vsum = _mm256_add_ps(vsum, e);
-    }
-    float sum = hsum(vsum);
-    for (; p < a.n_pos; ++p) {
-        scores[p] = std::exp(scores[p] - mx);
-        sum += scores[p];
-    }
-    const float inv = 1.0f / sum;
-    // Weighted sum of values; up to 16 accumulators cover head dims up to 128 in registers.
-    __m256 acc[16];
-    const int nacc = std::min(nv, 16);
-    for (int v = 0; v < nacc; ++v) acc[v] = _mm256_setzero_ps();
-    for (int v0 = 0; v0 < nv; v0 += 16) {
-        const int nvv = std::min(16, nv - v0);
-        for (int v = 0; v < nvv; ++v) acc[v] = _mm256_setzero_ps();
-        for (int q0 = 0; q0 < a.n_pos; q0 += bs) {
-            const T* vb = reinterpret_cast<const T*>(kv.v(a.blocks[q0 / bs], a.layer)) + off + 8 * v0;
-            const int n = std::min(bs, a.n_pos - q0);
-            for (int j = 0; j < n; ++j) {
-                const __m256 w = _mm256_set1_ps(scores[q0 + j] * inv);
-                const T* vr = vb + static_cast<int64_t>(j) * kv_dim;
-                for (int v = 0; v < nvv; ++v) acc[v] = _mm256_fmadd_ps(w, load8(vr + 8 * v), acc[v]);
-            }
-        }
-        for (int v = 0; v < nvv; ++v) _mm256_storeu_ps(out + 8 * (v0 + v), acc[v]);
-    }
-}
-
-}  // namespace
-
-void attend_head_avx2(const HeadAttention& a, const float* q, float* scores, float* out) {
-    if (a.kv->config().type == DType::F16) attend<uint16_t>(a, q, scores, out);
-    else attend<float>(a, q, scores, out);
-}
-
-}  // namespace flint::detail
-
-namespace flint::detail {
-namespace {
 
 template <typename T>
 void to_f32(const T* src, float* dst, int n) {

@@ -12,6 +12,8 @@ std::shared_ptr<Model> Model::from_file(std::shared_ptr<gguf::File> file) {
     return m;
 }
 
-std::shared_ptr<Model> Model::load(const std::string& path) { return from_file(gguf::File::open(path)); }
+std::shared_ptr<Model> Model::load(const std::string& path, Residency residency) {
+    return from_file(gguf::File::open(path, residency));
+}
 
 }  // namespace flint

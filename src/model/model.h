@@ -1,4 +1,4 @@
-// flint/model/model.h — a loaded model: its file (mmapped), config and weights. Immutable once loaded and
+// flint/model/model.h — a loaded model: its file (in memory, see load), config and weights. Immutable once loaded and
 // shared by every sequence and thread; per-sequence state (KV) and scratch buffers live elsewhere.
 #pragma once
 #include <memory>
@@ -7,6 +7,7 @@
 
 #include "model/config.h"
 #include "model/weights.h"
+#include "util/mapped_file.h"
 
 namespace flint {
 namespace gguf { class File; }
@@ -18,7 +19,9 @@ struct Model {
     std::vector<std::vector<float>> owned;  // f32 copies of small vectors stored in other types
 
     // Loads and validates a GGUF model; throws flint::Error with the file, tensor and shapes on mismatch.
-    static std::shared_ptr<Model> load(const std::string& path);
+    // The bytes go onto huge pages by default (decode reads every weight per token: see
+    // util/huge_pages.h); Residency::Map keeps them in the page cache, zero-copy.
+    static std::shared_ptr<Model> load(const std::string& path, Residency residency = Residency::HugePages);
     static std::shared_ptr<Model> from_file(std::shared_ptr<gguf::File> file);
 };
 

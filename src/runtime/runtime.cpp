@@ -45,6 +45,8 @@ struct Runtime::Impl {
     std::unique_ptr<ThreadPool> pool;
     ForwardScratch scratch;
     std::vector<float> logits;
+    double ms_per_token = 0;  // the last step's time per token fed (sizes background chunks)
+    Clock::time_point last_interactive{};  // last step with an interactive request queued or running
 
     // Shared with submitting threads (guarded by mu).
     mutable std::mutex mu;
@@ -53,6 +55,7 @@ struct Runtime::Impl {
     std::unordered_map<uint64_t, std::shared_ptr<PendingRequest>> live;
     int64_t queued_tokens = 0;
     bool stopping = false;
+    std::string closed_reason;  // set by close(): why submit() refuses
     uint64_t next_id = 1;
 
     // Engine thread only.
@@ -62,7 +65,8 @@ struct Runtime::Impl {
     // Published for stats().
     std::atomic<int> n_waiting{0}, n_running{0};
     std::atomic<int64_t> blocks_used{0}, blocks_cached{0};
-    std::atomic<uint64_t> requests_total{0}, prompt_total{0}, cached_total{0}, generated_total{0}, steps_total{0};
+    std::atomic<uint64_t> requests_total{0}, prompt_total{0}, cached_total{0}, prefilled_total{0}, generated_total{0},
+        steps_total{0};
 
     std::thread thread;
 
@@ -103,8 +107,17 @@ struct Runtime::Impl {
         }
     }
 
+    // Admission: a background request that has waited aging_ms is admitted like an interactive one.
     bool effectively_interactive(const PendingRequest& p, Clock::time_point now) const {
         return p.req.priority == Priority::Interactive || ms_between(p.submitted, now) >= cfg.aging_ms;
+    }
+    // Prefill order: interactive prompts before background ones, except that a background prompt that has
+    // gone aging_ms without a chunk goes first for one chunk. Aging counts from its last chunk, not from
+    // submit: a long background prompt that is being served must not outrank the interactive requests that
+    // arrive while it runs (it did, and starved them until its whole prompt was prefilled).
+    int prefill_rank(const Sequence& s, Clock::time_point now) const {
+        if (s.req().priority == Priority::Interactive) return 1;
+        return ms_between(s.served, now) >= cfg.aging_ms ? 0 : 2;
     }
 
     void emit(Sequence& s, Event& ev) {
@@ -117,6 +130,12 @@ struct Runtime::Impl {
         s.finished = true;
         s.finish = reason;
         s.error = std::move(error);
+    }
+
+    void finish_cancelled(Sequence& s) {
+        // abort_error is written before the flag is set (Runtime::close), so it is visible here.
+        if (s.pending->abort_error.empty()) finish(s, FinishReason::Cancelled);
+        else finish(s, FinishReason::Error, s.pending->abort_error);
     }
 
     // Emits the final event, hands the KV to the prefix cache, forgets the request.
@@ -156,6 +175,7 @@ struct Runtime::Impl {
         s->pending = std::move(p);
         const GenerationRequest& r = s->pending->req;
         s->admitted = Clock::now();
+        s->served = s->admitted;
         s->timings.queued_ms = ms_between(s->pending->submitted, s->admitted);
         s->tokens = r.prompt;
         s->n_prompt = static_cast<int>(r.prompt.size());
@@ -249,7 +269,7 @@ struct Runtime::Impl {
                 Sequence s;
                 s.pending = p;
                 s.usage.prompt_tokens = static_cast<int>(p->req.prompt.size());
-                finish(s, FinishReason::Cancelled);
+                finish_cancelled(s);
                 {
                     std::lock_guard lk(mu);
                     queued_tokens -= s.usage.prompt_tokens;
@@ -259,7 +279,7 @@ struct Runtime::Impl {
             }
         std::erase(waiting, nullptr);
         for (auto& s : running)
-            if (s->pending->cancelled) finish(*s, FinishReason::Cancelled);
+            if (s->pending->cancelled) finish_cancelled(*s);
         std::stable_sort(waiting.begin(), waiting.end(), [&](const auto& a, const auto& b) {
             return effectively_interactive(*a, now) > effectively_interactive(*b, now);
         });
@@ -287,20 +307,30 @@ struct Runtime::Impl {
         std::vector<Sequence*> pre;
         for (auto& s : running)
             if (!s->finished && s->prefilling()) pre.push_back(s.get());
-        std::stable_sort(pre.begin(), pre.end(), [&](Sequence* a, Sequence* b) {
-            return effectively_interactive(*a->pending, now) > effectively_interactive(*b->pending, now);
-        });
+        std::stable_sort(pre.begin(), pre.end(),
+                         [&](Sequence* a, Sequence* b) { return prefill_rank(*a, now) < prefill_rank(*b, now); });
         int budget = std::max(1, cfg.prefill_chunk);
+        int decode_tokens = 0;
+        for (const Entry& e : entries) decode_tokens += e.n;
+        auto interactive = [](const GenerationRequest& r) { return r.priority == Priority::Interactive; };
+        if (std::any_of(running.begin(), running.end(), [&](const auto& s) { return interactive(s->req()); }) ||
+            std::any_of(waiting.begin(), waiting.end(), [&](const auto& p) { return interactive(p->req); }))
+            last_interactive = now;
+        int background = background_budget(decode_tokens, now);
         for (Sequence* s : pre) {
             if (budget <= 0) break;
-            int n = std::min(budget, s->remaining_prompt());
+            const bool is_background = s->req().priority == Priority::Background;
+            int n = std::min({budget, s->remaining_prompt(), is_background ? background : budget});
+            if (n <= 0) continue;
             if (!ensure_blocks(*s, s->n_past + n)) {
                 if (entries.empty()) finish(*s, FinishReason::Error, "KV memory exhausted (raise --kv-memory)");
                 continue;  // wait for blocks to come back
             }
             const bool completes = s->n_past + n == s->n_prompt;
             entries.push_back({s, n, false, completes ? Logits::Last : Logits::None});
+            s->served = now;
             budget -= n;
+            if (is_background) background -= n;
         }
 
         if (!entries.empty()) run_batch(entries);
@@ -310,6 +340,17 @@ struct Runtime::Impl {
             if (s->finished) retire(*s);
         std::erase_if(running, [](const auto& s) { return s->finished; });
         publish_stats();
+    }
+
+    // Background prefill tokens this step may take: all of prefill_chunk, or, with background_step_ms and
+    // interactive traffic, as many as fit in that time at the last step's cost per token after the decode
+    // tokens (at least one, so a background prompt always advances).
+    int background_budget(int decode_tokens, Clock::time_point now) const {
+        if (cfg.background_step_ms <= 0 || ms_per_token <= 0 || last_interactive == Clock::time_point{} ||
+            ms_between(last_interactive, now) > cfg.interactive_window_ms)
+            return cfg.prefill_chunk;
+        const int fit = static_cast<int>(cfg.background_step_ms / ms_per_token) - decode_tokens;
+        return std::clamp(fit, 1, std::max(1, cfg.prefill_chunk));
     }
 
     void run_batch(std::vector<Entry>& entries) {
@@ -331,6 +372,9 @@ struct Runtime::Impl {
         int batch_tokens = 0;
         for (const Entry& e : entries) batch_tokens += e.n;
         steps_total++;
+        int fed = 0;
+        for (const Entry& e : entries) fed += e.n;
+        ms_per_token = step_ms / fed;
         std::vector<uint64_t> ids;
         size_t row = 0;
         const size_t V = model.config.n_vocab;
@@ -341,6 +385,7 @@ struct Runtime::Impl {
             s.timings.steps++;
             if (!e.decode) {
                 s.n_past += e.n;
+                prefilled_total += e.n;
                 if (s.prefilling()) continue;
                 s.timings.prefill_ms = ms_between(s.admitted, Clock::now());
                 if (!s.req().generate) {
@@ -423,7 +468,8 @@ uint64_t Runtime::submit(GenerationRequest req, Callback on_event) {
     p->submitted = Clock::now();
     {
         std::lock_guard lk(impl_->mu);
-        if (impl_->stopping) throw OverloadedError("the model is shutting down");
+        if (impl_->stopping)
+            throw OverloadedError(impl_->closed_reason.empty() ? "the model is shutting down" : impl_->closed_reason);
         const int queued = static_cast<int>(impl_->incoming.size()) + impl_->n_waiting.load();
         if (queued >= cfg_.max_queued)
             throw OverloadedError("overloaded: " + std::to_string(queued) + " requests are already waiting");
@@ -456,6 +502,19 @@ void Runtime::drain() {
     impl_->idle_cv.wait(lk, [&] { return impl_->live.empty(); });
 }
 
+void Runtime::close(const std::string& reason) {
+    std::unique_lock lk(impl_->mu);
+    impl_->stopping = true;
+    impl_->closed_reason = reason;
+    for (auto& [id, p] : impl_->live) {
+        if (p->cancelled) continue;  // already on its way out as cancelled
+        p->abort_error = reason;
+        p->cancelled = true;
+    }
+    impl_->cv.notify_one();
+    impl_->idle_cv.wait(lk, [&] { return impl_->live.empty(); });
+}
+
 RuntimeStats Runtime::stats() const {
     RuntimeStats s;
     {
@@ -469,6 +528,7 @@ RuntimeStats Runtime::stats() const {
     s.requests_total = impl_->requests_total;
     s.prompt_tokens_total = impl_->prompt_total;
     s.cached_tokens_total = impl_->cached_total;
+    s.prefilled_tokens_total = impl_->prefilled_total;
     s.generated_tokens_total = impl_->generated_total;
     s.steps_total = impl_->steps_total;
     return s;

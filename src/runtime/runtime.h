@@ -39,7 +39,14 @@ struct RuntimeConfig {
     int max_queued = 256;             // waiting requests beyond this are refused (overloaded)
     int64_t max_queued_tokens = 1 << 20;  // prompt tokens waiting beyond this are refused
     int prefill_chunk = 64;           // prompt tokens per engine step (all sequences together)
-    double aging_ms = 2000;           // a background request waiting this long is scheduled as interactive
+    double aging_ms = 2000;           // a background request waiting this long for admission, or a background
+                                      // prefill not served for this long, is scheduled as interactive once
+    double background_step_ms = 200;  // > 0: while there is interactive traffic, background prefill chunks are
+                                      // sized from the measured cost per token so a step takes about this long
+                                      // (bounds an interactive request's wait for the step in flight and its
+                                      // time between tokens); 0: prefill_chunk only
+    double interactive_window_ms = 5000;  // "interactive traffic": an interactive request queued or running now
+                                          // or within this long; without it background chunks are full-size
     bool speculative = true;          // drafts from predictions / prompt lookup
     int max_draft = 16;               // draft tokens verified per step at most
 };
@@ -53,6 +60,7 @@ struct RuntimeStats {
     uint64_t requests_total = 0;
     uint64_t prompt_tokens_total = 0;
     uint64_t cached_tokens_total = 0;
+    uint64_t prefilled_tokens_total = 0;  // prompt tokens computed (not reused), counted chunk by chunk
     uint64_t generated_tokens_total = 0;
     uint64_t steps_total = 0;
 };
@@ -74,6 +82,10 @@ public:
     bool cancel(uint64_t request_id);
     // Cancels every request and waits until none is running (graceful shutdown).
     void drain();
+    // Takes the engine out of service (a model being unloaded): submit() refuses from now on, every queued
+    // or running request finishes with FinishReason::Error and `reason` at the next token boundary, and
+    // this returns once none is left. The engine thread itself ends with the destructor.
+    void close(const std::string& reason);
 
     RuntimeStats stats() const;
     const RuntimeConfig& config() const { return cfg_; }

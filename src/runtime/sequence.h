@@ -24,6 +24,7 @@ struct PendingRequest {
     std::function<void(const Event&)> callback;
     Clock::time_point submitted;
     std::atomic<bool> cancelled{false};
+    std::string abort_error;          // set before `cancelled` by Runtime::close: finish with this error instead
 };
 
 struct Sequence {
@@ -36,6 +37,7 @@ struct Sequence {
     Usage usage;
     Timings timings;
     Clock::time_point admitted, first_token;
+    Clock::time_point served;         // admitted or last given a prefill chunk: a background prefill ages from here
     std::optional<Sampler> sampler;
     std::optional<StreamDecoder> decoder;
     StopMatcher stops;

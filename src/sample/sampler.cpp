@@ -143,10 +143,15 @@ Sampled Sampler::sample(const float* logits, std::span<const int32_t> history) {
     Sampled s;
     distribution(logits, history, dist_);
     s.token = greedy() ? dist_[0].id : draw(dist_);
-    // work_ still holds the penalised logits.
-    if (params_.logprobs || params_.top_logprobs > 0)
-        log_softmax_top(work_.data(), n_vocab_, params_.top_logprobs, s.top, &s.logprob, s.token);
+    logprobs_of(s.token, s);
     return s;
+}
+
+void Sampler::logprobs_of(int32_t token, Sampled& out) const {
+    if (!params_.logprobs && params_.top_logprobs <= 0) return;
+    if (static_cast<int>(work_.size()) != n_vocab_) fail("sampler: logprobs_of before any distribution");
+    // work_ holds the penalised logits of the last distribution() call.
+    log_softmax_top(work_.data(), n_vocab_, params_.top_logprobs, out.top, &out.logprob, token);
 }
 
 }  // namespace flint

@@ -49,6 +49,10 @@ public:
     // truncated by top-k/top-p/min-p. Greedy: one pair with probability 1. Used by speculative sampling.
     void distribution(const float* logits, std::span<const int32_t> history, std::vector<TokenProb>& out);
 
+    // Fills out.logprob / out.top for `token` from the logits of the last distribution() or sample() call
+    // (after penalties, at temperature 1), when the parameters ask for log-probabilities. No copy of the row.
+    void logprobs_of(int32_t token, Sampled& out) const;
+
     // Draws from a distribution with this sampler's RNG.
     int32_t draw(std::span<const TokenProb> dist);
     float uniform();  // in [0, 1)

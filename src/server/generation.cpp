@@ -58,15 +58,15 @@ const History* ConnectionCache::find(const std::string& id) const {
     return nullptr;
 }
 
-ModelEntry& resolve_model(ServerState& st, const std::string& name, const ApiKey* key) {
-    ModelEntry* m = st.models.find(name);
+std::shared_ptr<ModelEntry> resolve_model(ServerState& st, const std::string& name, const ApiKey* key) {
+    std::shared_ptr<ModelEntry> m = st.models.find(name);
     if (!m) {
         if (name.empty()) throw bad_request("Missing required parameter: 'model'.", "model", "missing_required_parameter");
         throw not_found("The model '" + name + "' does not exist on this server (GET /v1/models lists them).", "model",
                         "model_not_found");
     }
     st.auth.check_model(key, m->name);
-    return *m;
+    return m;
 }
 
 PreparedResponse prepare_response(ServerState& st, ResponsesRequest req, const ApiKey* key, const ConnectionCache* cache) {
@@ -81,12 +81,12 @@ PreparedResponse prepare_response(ServerState& st, ResponsesRequest req, const A
         // A continuation runs on the model that holds its history, unless the client names another one.
         if (req.model.empty()) req.model = previous->model;
     }
-    ModelEntry& m = resolve_model(st, req.model, key);
+    p.model = resolve_model(st, req.model, key);
+    ModelEntry& m = *p.model;
     if (previous && previous->model != m.name)
         throw bad_request("Response '" + req.previous_response_id + "' was made by model '" + previous->model +
                               "'; it cannot be continued with '" + m.name + "'.",
                           "previous_response_id");
-    p.model = &m;
     std::vector<InputItem> items = req.input;
     PromptParts parts{req.instructions, items, &req.tools};
     std::vector<int32_t> prompt = build_prompt(m, parts, previous ? &*previous : nullptr);
@@ -119,8 +119,8 @@ PreparedResponse prepare_response(ServerState& st, ResponsesRequest req, const A
 
 PreparedCompletion prepare_chat(ServerState& st, const ChatRequest& req, const ApiKey* key) {
     PreparedCompletion p;
-    ModelEntry& m = resolve_model(st, req.p.model, key);
-    p.model = &m;
+    p.model = resolve_model(st, req.p.model, key);
+    ModelEntry& m = *p.model;
     PromptParts parts{std::nullopt, req.messages, req.tools.is_array() ? &req.tools : nullptr};
     p.gen.prompt = build_prompt(m, parts, nullptr);
     if (static_cast<int>(p.gen.prompt.size()) >= m.ctx) throw context_error(p.gen.prompt.size(), m.ctx);
@@ -137,8 +137,8 @@ PreparedCompletion prepare_chat(ServerState& st, const ChatRequest& req, const A
 
 PreparedCompletion prepare_completion(ServerState& st, const CompletionRequest& req, const ApiKey* key) {
     PreparedCompletion p;
-    ModelEntry& m = resolve_model(st, req.p.model, key);
-    p.model = &m;
+    p.model = resolve_model(st, req.p.model, key);
+    ModelEntry& m = *p.model;
     const Tokenizer& tok = *m.tokenizer;
     if (req.suffix) {
         if (!has_fim(tok))

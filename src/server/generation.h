@@ -4,6 +4,7 @@
 // sampling defaults, context-length checks, and where a continuation's history comes from.
 #pragma once
 #include <deque>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -32,7 +33,7 @@ private:
 };
 
 struct PreparedResponse {
-    ModelEntry* model = nullptr;
+    std::shared_ptr<ModelEntry> model;  // held until the response is done (the model may be unloaded meanwhile)
     ResponseRecord rec;
     GenerationRequest gen;
 };
@@ -42,13 +43,13 @@ struct PreparedResponse {
 PreparedResponse prepare_response(ServerState& st, ResponsesRequest req, const ApiKey* key, const ConnectionCache* cache);
 
 struct PreparedCompletion {
-    ModelEntry* model = nullptr;
+    std::shared_ptr<ModelEntry> model;
     GenerationRequest gen;
 };
 PreparedCompletion prepare_chat(ServerState& st, const ChatRequest& req, const ApiKey* key);
 PreparedCompletion prepare_completion(ServerState& st, const CompletionRequest& req, const ApiKey* key);
 
-ModelEntry& resolve_model(ServerState& st, const std::string& name, const ApiKey* key);
+std::shared_ptr<ModelEntry> resolve_model(ServerState& st, const std::string& name, const ApiKey* key);
 
 // Counts a finished generation in the metrics and the caller's token bucket.
 void account(ServerState& st, const ApiKey* key, const Usage& u);

@@ -4,6 +4,7 @@
 
 #include "server/errors.h"
 #include "server/json_fields.h"
+#include "server/model_admin.h"
 #include "server/state.h"
 
 namespace flint::server {
@@ -40,8 +41,9 @@ Route route(std::string_view method, std::string_view target) {
     if (s.size() == 2 && s[0] == "admin" && s[1] == "limits")
         return get ? Route{Endpoint::AdminLimitsGet, {}} : pick(post, Endpoint::AdminLimitsSet);
     if (s.empty() || s[0] != "v1") return {};
-    if (s.size() == 2 && s[1] == "models") return pick(get, Endpoint::Models);
-    if (s.size() == 3 && s[1] == "models") return pick(get, Endpoint::Model, std::string(s[2]));
+    if (s.size() == 2 && s[1] == "models") return get ? Route{Endpoint::Models, {}} : pick(post, Endpoint::ModelLoad);
+    if (s.size() == 3 && s[1] == "models")
+        return get ? Route{Endpoint::Model, std::string(s[2])} : pick(del, Endpoint::ModelUnload, std::string(s[2]));
     if (s.size() == 3 && s[1] == "chat" && s[2] == "completions") return pick(post, Endpoint::ChatCompletions);
     if (s.size() == 2 && s[1] == "completions") return pick(post, Endpoint::Completions);
     if (s.size() >= 2 && s[1] == "responses") {
@@ -70,6 +72,8 @@ const char* endpoint_name(Endpoint e) {
     case Endpoint::Completions: return "/v1/completions";
     case Endpoint::AdminLimitsGet:
     case Endpoint::AdminLimitsSet: return "/admin/limits";
+    case Endpoint::ModelLoad: return "POST /v1/models";
+    case Endpoint::ModelUnload: return "DELETE /v1/models/{id}";
     case Endpoint::NotFound: return "not_found";
     case Endpoint::MethodNotAllowed: return "method_not_allowed";
     }
@@ -100,7 +104,7 @@ Reply handle_simple(ServerState& st, const Route& r, const std::string& body, co
         return rep;
     }
     case Endpoint::Model: {
-        ModelEntry* m = st.models.find(r.id);
+        std::shared_ptr<ModelEntry> m = st.models.find(r.id);
         if (!m) throw not_found("The model '" + r.id + "' does not exist.", "model", "model_not_found");
         st.auth.check_model(key, m->name);
         rep.body = model_object(*m);
@@ -153,6 +157,8 @@ Reply handle_simple(ServerState& st, const Route& r, const std::string& body, co
         st.limits.configure(parse_body(body));
         rep.body = st.limits.config();
         return rep;
+    case Endpoint::ModelLoad: return load_model(st, body, key);
+    case Endpoint::ModelUnload: return unload_model(st, r.id, key);
     case Endpoint::MethodNotAllowed:
         throw ApiError{405, "invalid_request_error", "method_not_allowed", "", "Method not allowed for this path."};
     case Endpoint::ResponsesSocket:

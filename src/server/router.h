@@ -14,7 +14,7 @@ struct ApiKey;
 enum class Endpoint {
     Health, Metrics, Models, Model,
     ResponsesCreate, ResponsesSocket, ResponseGet, ResponseDelete, ResponseCancel, ResponseInputItems,
-    ChatCompletions, Completions, AdminLimitsGet, AdminLimitsSet,
+    ChatCompletions, Completions, AdminLimitsGet, AdminLimitsSet, ModelLoad, ModelUnload,
     NotFound, MethodNotAllowed,
 };
 

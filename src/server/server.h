@@ -30,6 +30,7 @@ struct ServerConfig {
     std::vector<std::string> admin_keys;   // keys that may also change rate limits
     std::string keys_file;                 // more keys (auth.h for the format)
     std::string limits_file;               // rate limits (rate_limit.h for the format); reloaded on SIGHUP
+    std::string models_dir;                // POST /v1/models loads only files inside it ("" → any path)
     bool handle_signals = false;           // SIGINT/SIGTERM: graceful stop; SIGHUP: reload limits
     bool quiet = false;                    // no startup lines (tests)
 };

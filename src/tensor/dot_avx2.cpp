@@ -18,18 +18,12 @@
 #include <cstring>
 #include <type_traits>
 
+#include "tensor/hsum_avx2.h"
 #include "tensor/kernels.h"
 #include "tensor/quant_internal.h"
 
 namespace flint::detail {
 namespace {
-
-float hsum(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
 
 float half(uint16_t h) { return _cvtsh_ss(h); }
 

@@ -23,9 +23,11 @@ constexpr int kTileRows = 4;
 constexpr int kDecodeRows = 16;
 // The most tokens a row-streaming kernel takes (decode batches, draft blocks); above it, tiles.
 constexpr int kStreamTokens = 24;
-// Decode kernels prefetch this far ahead in the weight stream. Measured (one thread, 151936x896,
-// bytes per CPU-second): Q4_0 9.5 -> 13.8 GB/s, Q8_0 15.4 -> 16.5 GB/s; 1-4 KB was no better.
-constexpr int kPrefetchBytes = 512;
+// Row-streaming kernels prefetch this far ahead in the weight stream. Measured with the weights on
+// 2 MiB pages (one thread, per CPU-second, 40000x896, two rounds under load; kernels_bench Cpu1T):
+// 512 -> 2048 bytes: Q8_0 decode 17.7 -> 19.5 GB/s, Q4_0 14 -> 16.8 GB/s, 8 tokens Q8_0 +25%; 4096 no
+// better. (With the weights on 4 KiB pages, 1-4 KB had measured no better than 512.)
+constexpr int kPrefetchBytes = 2048;
 
 struct KernelSet {
     TileFn tile[32] = {};  // indexed by DType id; null where the type has no matmul

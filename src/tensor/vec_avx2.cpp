@@ -2,17 +2,11 @@
 // the scalar reference. Sums use four accumulators so the FMA latency is hidden.
 #include <immintrin.h>
 
+#include "tensor/hsum_avx2.h"
 #include "tensor/kernels.h"
 
 namespace flint::detail {
 namespace {
-
-float hsum(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
 
 __m256 load_f16(const uint16_t* p) {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));

@@ -11,7 +11,7 @@
 
 namespace flint {
 
-MappedFile::MappedFile(const std::string& path) : path_(path) {
+MappedFile::MappedFile(const std::string& path, Residency residency) : path_(path) {
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) fail(path, ": cannot open: ", std::strerror(errno));
     struct stat st {};
@@ -25,7 +25,26 @@ MappedFile::MappedFile(const std::string& path) : path_(path) {
         fail(path, ": not a regular file");
     }
     size_ = static_cast<size_t>(st.st_size);
-    if (size_ > 0) {
+    if (residency == Residency::HugePages && size_ > 0) {
+        try {
+            copy_ = HugeBuffer(size_);
+        } catch (...) {
+            ::close(fd);
+            throw;
+        }
+        for (size_t done = 0; done < size_;) {
+            const ssize_t n = ::pread(fd, copy_.data() + done, size_ - done, static_cast<off_t>(done));
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) {
+                const int e = n < 0 ? errno : 0;
+                ::close(fd);
+                fail(path, ": read failed at byte ", done, " of ", size_, ": ", e ? std::strerror(e) : "file shrank");
+            }
+            done += static_cast<size_t>(n);
+        }
+        copy_.seal();
+        data_ = copy_.data();
+    } else if (size_ > 0) {
         void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
         if (p == MAP_FAILED) {
             int e = errno;
@@ -38,19 +57,20 @@ MappedFile::MappedFile(const std::string& path) : path_(path) {
 }
 
 MappedFile::~MappedFile() {
-    if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
+    if (data_ && !copy_.data()) ::munmap(const_cast<uint8_t*>(data_), size_);
 }
 
 MappedFile::MappedFile(MappedFile&& o) noexcept
-    : path_(std::move(o.path_)), data_(o.data_), size_(o.size_) {
+    : path_(std::move(o.path_)), copy_(std::move(o.copy_)), data_(o.data_), size_(o.size_) {
     o.data_ = nullptr;
     o.size_ = 0;
 }
 
 MappedFile& MappedFile::operator=(MappedFile&& o) noexcept {
     if (this != &o) {
-        if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
+        if (data_ && !copy_.data()) ::munmap(const_cast<uint8_t*>(data_), size_);
         path_ = std::move(o.path_);
+        copy_ = std::move(o.copy_);
         data_ = o.data_;
         size_ = o.size_;
         o.data_ = nullptr;

@@ -1,4 +1,4 @@
-// The AVX2 attention kernel against its scalar reference, over f32 and f16 caches and odd lengths.
+// The AVX2 grouped attention kernel against the scalar reference, over f32 and f16 caches and odd lengths.
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -11,45 +11,6 @@
 #include "tensor/quant.h"
 
 using namespace flint;
-
-TEST(Attention, Avx2MatchesScalarReference) {
-    if (best_isa() == Isa::Scalar) GTEST_SKIP() << "this CPU has no AVX2";
-    std::mt19937 rng(5);
-    std::normal_distribution<float> nd(0.0f, 1.0f);
-    for (DType type : {DType::F32, DType::F16})
-        for (int hd : {8, 64, 136}) {
-            const int n_kv = 2, kv_dim = n_kv * hd, bs = 16, n_blocks = 12;
-            KVCache kv({.n_layers = 2, .kv_dim = kv_dim, .block_size = bs, .type = type, .n_blocks = n_blocks});
-            // A shuffled block table: attention must follow it, not assume contiguity.
-            std::vector<int32_t> table;
-            for (int b = 0; b < n_blocks; ++b) table.push_back(kv.alloc());
-            std::shuffle(table.begin(), table.end(), rng);
-            for (int b = 0; b < n_blocks; ++b)
-                for (int layer = 0; layer < 2; ++layer)
-                    for (int i = 0; i < bs * kv_dim; ++i) {
-                        float kx = nd(rng), vx = nd(rng);
-                        if (type == DType::F16) {
-                            reinterpret_cast<uint16_t*>(kv.k(b, layer))[i] = fp32_to_fp16(kx);
-                            reinterpret_cast<uint16_t*>(kv.v(b, layer))[i] = fp32_to_fp16(vx);
-                        } else {
-                            reinterpret_cast<float*>(kv.k(b, layer))[i] = kx;
-                            reinterpret_cast<float*>(kv.v(b, layer))[i] = vx;
-                        }
-                    }
-            std::vector<float> q(hd);
-            for (float& x : q) x = nd(rng) * 2.0f;
-            for (int n_pos : {1, 7, 16, 17, 100, n_blocks * bs}) {
-                HeadAttention a{&kv, 1, table, n_pos, 1, hd};
-                std::vector<float> s1(n_pos), s2(n_pos), o1(hd), o2(hd);
-                detail::attend_head_scalar(a, q.data(), s1.data(), o1.data());
-                detail::attend_head_avx2(a, q.data(), s2.data(), o2.data());
-                // Outputs are convex combinations of values of magnitude ~1: f32 rounding of sums over
-                // n_pos terms, and the polynomial exp (relative error ~2e-7).
-                for (int i = 0; i < hd; ++i)
-                    ASSERT_NEAR(o1[i], o2[i], 2e-5f) << "type " << dtype_name(type) << " hd " << hd << " n " << n_pos;
-            }
-        }
-}
 
 // The grouped kernel: each query against the scalar reference, and bit-identical whether it is computed
 // alone or with others (what makes batched verification lossless).

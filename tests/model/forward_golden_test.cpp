@@ -27,8 +27,8 @@ float max_abs_diff(const float* a, const float* b, size_t n) {
 }
 
 void expect_golden(const std::string& model_rel, const std::string& tokens_rel, const std::string& logits_rel,
-                   int threads, bool one_at_a_time) {
-    auto model = Model::load(shared_path(model_rel));
+                   int threads, bool one_at_a_time, Residency residency = Residency::HugePages) {
+    auto model = Model::load(shared_path(model_rel), residency);
     auto tokens = read_token_file(shared_path(tokens_rel));
     auto golden = read_f32_file(shared_path(logits_rel));
     const size_t V = model->config.n_vocab;
@@ -61,6 +61,12 @@ TEST(ForwardGolden, Stories260KEveryPositionOneBatch) {
 TEST(ForwardGolden, Stories260KTokenByTokenTwoThreads) {
     FLINT_REQUIRE_SHARED("golden/stories260K.logits.f32");
     expect_golden("models/stories260K.gguf", "golden/stories260K.tokens", "golden/stories260K.logits.f32", 2, true);
+}
+
+TEST(ForwardGolden, Stories260KMappedWeights) {
+    FLINT_REQUIRE_SHARED("golden/stories260K.logits.f32");
+    expect_golden("models/stories260K.gguf", "golden/stories260K.tokens", "golden/stories260K.logits.f32", 2, false,
+                  Residency::Map);
 }
 
 TEST(ForwardGolden, TinyQwen2WithSpecialTokens) {

@@ -1,6 +1,9 @@
 // The runtime: prefix reuse, multi-turn, eviction, cancel, batching, priorities, admission control.
 #include <atomic>
+#include <condition_variable>
 #include <cstring>
+#include <future>
+#include <mutex>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -107,7 +110,7 @@ TEST(Runtime, EvictionUnderMemoryPressureKeepsInFlightSequencesCorrect) {
     c.kv_memory_bytes = static_cast<int64_t>(KVCache::bytes_per_token(l.model->config.n_layers, l.model->config.kv_dim(),
                                                                       DType::F32)) * 16 * 20;
     Runtime rt(l.model, l.tok, c);
-    Collector main;
+    Waiter main;
     rt.submit(greedy_request(long_prompt, 120), main.callback());
     for (int i = 0; i < 12; ++i) {
         auto p = story_prompt(*l.tok, "Tom had " + std::to_string(i) + " red apples and a small green hat.");
@@ -115,8 +118,8 @@ TEST(Runtime, EvictionUnderMemoryPressureKeepsInFlightSequencesCorrect) {
         EXPECT_NE(e.finish, FinishReason::Error) << e.error;
     }
     main.wait();
-    EXPECT_EQ(main.done.finish, FinishReason::Length) << main.done.error;
-    EXPECT_EQ(main.done.output, alone.output);
+    EXPECT_EQ(main.final_event().finish, FinishReason::Length) << main.final_event().error;
+    EXPECT_EQ(main.final_event().output, alone.output);
     EXPECT_LE(rt.stats().kv_blocks_used, rt.stats().kv_blocks_total);
 }
 
@@ -125,24 +128,21 @@ TEST(Runtime, CancelStopsWithinOneStepAndKeepsThePartialKvUsable) {
     auto l = load_stories();
     Runtime rt(l.model, l.tok, small_config());
     auto p = story_prompt(*l.tok, "Once upon a time");
-    Collector c;
+    Waiter c;
     std::atomic<uint64_t> id{0};
     std::atomic<int> seen{0};
-    auto cb = c.callback();
-    id = rt.submit(greedy_request(p, 200), [&](const Event& e) {
-        cb(e);
-        if (!e.done && ++seen == 3) {
-            // The engine may get here before submit() has returned the id to this thread.
-            while (id.load() == 0) std::this_thread::yield();
-            rt.cancel(id);  // on the engine thread, between two tokens
-        }
-    });
-    c.wait();
-    EXPECT_EQ(c.done.finish, FinishReason::Cancelled);
-    EXPECT_EQ(c.done.output.size(), 3u) << "one token per step without drafts: nothing after the cancel";
+    id = rt.submit(greedy_request(p, 200), c.callback([&](const Event&) {
+        if (++seen != 3) return;
+        // The engine may get here before submit() has returned the id to this thread.
+        while (id.load() == 0) std::this_thread::yield();
+        rt.cancel(id);  // on the engine thread, between two tokens
+    }));
+    const Event done = c.wait();
+    EXPECT_EQ(done.finish, FinishReason::Cancelled);
+    EXPECT_EQ(done.output.size(), 3u) << "one token per step without drafts: nothing after the cancel";
     // Redirect: continue from the partial output.
     std::vector<int32_t> p2 = p;
-    p2.insert(p2.end(), c.done.output.begin(), c.done.output.end());
+    p2.insert(p2.end(), done.output.begin(), done.output.end());
     Event e2 = run_one(rt, greedy_request(p2, 10));
     EXPECT_EQ(e2.usage.cached_tokens, static_cast<int>(p.size()) + 2);
     Runtime cold(l.model, l.tok, small_config());
@@ -165,14 +165,13 @@ TEST(Runtime, BatchedDecodeMatchesEachSequenceAlone) {
     Runtime rt(l.model, l.tok, c);
     std::atomic<size_t> max_batch{0};
     rt.on_step = [&](const std::vector<uint64_t>& ids) { max_batch = std::max(max_batch.load(), ids.size()); };
-    std::vector<std::unique_ptr<Collector>> cs;
+    std::vector<std::unique_ptr<Waiter>> cs;
     for (auto& t : texts) {
-        cs.push_back(std::make_unique<Collector>());
+        cs.push_back(std::make_unique<Waiter>());
         rt.submit(greedy_request(story_prompt(*l.tok, t), 40), cs.back()->callback());
     }
     for (size_t i = 0; i < texts.size(); ++i) {
-        cs[i]->wait();
-        EXPECT_EQ(cs[i]->done.output, alone[i]) << texts[i];
+        EXPECT_EQ(cs[i]->wait().output, alone[i]) << texts[i];
     }
     EXPECT_GT(max_batch.load(), 1u) << "the sequences were never batched together";
 }
@@ -200,7 +199,7 @@ TEST(Runtime, InteractiveRequestsAreScheduledBeforeBackgroundOnes) {
     };
     // The first request occupies the only slot; its first token's callback (on the engine thread) holds the
     // engine until the other three are queued, so they are all waiting when the slot frees.
-    Collector first;
+    Waiter first;
     std::promise<void> queued;
     std::shared_future<void> all_queued = queued.get_future().share();
     std::atomic<bool> once{false};
@@ -242,7 +241,7 @@ TEST(Runtime, BackgroundWorkAgesIntoInteractive) {
             cv.notify_all();
         };
     };
-    Collector first;
+    Waiter first;
     rt.submit(greedy_request(p, 30), first.callback());
     GenerationRequest bg = greedy_request(p, 1);
     bg.priority = Priority::Background;
@@ -262,10 +261,10 @@ TEST(Runtime, OverloadIsRefusedCleanlyAndServingContinues) {
     c.max_queued = 2;
     Runtime rt(l.model, l.tok, c);
     auto p = story_prompt(*l.tok, "Once upon a time");
-    std::vector<std::unique_ptr<Collector>> cs;
+    std::vector<std::unique_ptr<Waiter>> cs;
     int refused = 0;
     for (int i = 0; i < 8; ++i) {
-        cs.push_back(std::make_unique<Collector>());
+        cs.push_back(std::make_unique<Waiter>());
         try {
             rt.submit(greedy_request(p, 50), cs.back()->callback());
         } catch (const OverloadedError& e) {
@@ -319,4 +318,133 @@ TEST(Runtime, WarmUpPrefillsWithoutGeneratingAndAChainedTurnReusesIt) {
     p2.insert(p2.end(), more.begin(), more.end());
     Event e = run_one(rt, greedy_request(p2, 4));
     EXPECT_EQ(e.usage.cached_tokens, static_cast<int>(p.size())) << "the warm-up prefilled the whole prompt";
+}
+
+// A long background prefill that has been running longer than aging_ms must not outrank interactive
+// requests: each step gives the interactive prompt its chunk, so it answers within a couple of steps,
+// long before the background prompt is done. (Aging counted from submit used to make the background
+// prefill "interactive" after aging_ms and starve every request behind it until its prompt was done.)
+TEST(Runtime, InteractiveRequestIsServedWithinAFewStepsDuringALongBackgroundPrefill) {
+    FLINT_REQUIRE_SHARED("models/stories260K.gguf");
+    auto l = load_stories();
+    RuntimeConfig c = small_config();
+    c.prefill_chunk = 8;
+    c.aging_ms = 100;
+    Runtime rt(l.model, l.tok, c);
+    std::atomic<int> steps{0};
+    rt.on_step = [&](const std::vector<uint64_t>&) {
+        ++steps;
+        std::this_thread::sleep_for(std::chrono::milliseconds(4));  // ~50 steps of background prefill: ~200 ms
+    };
+    GenerationRequest bg = greedy_request(std::vector<int32_t>(400, 300), 1);
+    bg.priority = Priority::Background;
+    Waiter bgw;
+    rt.submit(bg, bgw.callback());
+    while (steps < 35) std::this_thread::sleep_for(std::chrono::milliseconds(1));  // past aging_ms since submit
+    const int at_submit = steps;
+    Waiter fg;
+    rt.submit(greedy_request(story_prompt(*l.tok, "Once upon"), 1), fg.callback());
+    const Event done = fg.wait();
+    EXPECT_EQ(done.finish, FinishReason::Length);
+    EXPECT_LE(steps - at_submit, 3) << "the interactive prompt waited behind background chunks";
+    EXPECT_FALSE(bgw.finished());
+    const Event b = bgw.wait();
+    EXPECT_EQ(b.finish, FinishReason::Length);
+    EXPECT_EQ(b.usage.prompt_tokens, 400);
+}
+
+// A background prefill still advances while interactive prompts keep every chunk busy: once it has gone
+// aging_ms without a chunk it gets one.
+TEST(Runtime, BackgroundPrefillAdvancesUnderContinuousInteractivePrefill) {
+    FLINT_REQUIRE_SHARED("models/stories260K.gguf");
+    auto l = load_stories();
+    RuntimeConfig c = small_config();
+    c.prefill_chunk = 8;
+    c.aging_ms = 20;
+    Runtime rt(l.model, l.tok, c);
+    rt.on_step = [](const std::vector<uint64_t>&) { std::this_thread::sleep_for(std::chrono::milliseconds(2)); };
+    // 8 interactive prompts of 200 tokens: 200 steps of interactive prefill at 8 tokens a step (>= 400 ms).
+    std::vector<std::unique_ptr<Waiter>> fg;
+    for (int i = 0; i < 8; ++i) {
+        fg.push_back(std::make_unique<Waiter>());
+        rt.submit(greedy_request(std::vector<int32_t>(200, 400 + i), 1), fg.back()->callback());
+    }
+    GenerationRequest bg = greedy_request(std::vector<int32_t>(16, 300), 1);
+    bg.priority = Priority::Background;
+    Waiter bgw;
+    rt.submit(bg, bgw.callback());
+    const Event b = bgw.wait();
+    EXPECT_EQ(b.finish, FinishReason::Length);
+    auto last = Waiter::TimePoint::min();
+    for (auto& w : fg) {
+        w->wait();
+        last = std::max(last, w->done_at());
+    }
+    EXPECT_LT(bgw.done_at(), last) << "the background prompt waited for every interactive prefill";
+}
+
+// With background_step_ms and interactive traffic, background chunks shrink to what fits the time at the
+// measured cost per token; interactive prompts keep the full chunk; without interactive traffic (or with the
+// option off) background chunks are full-size.
+TEST(Runtime, BackgroundStepTimeBoundsBackgroundChunksWhileInteractiveTrafficLasts) {
+    FLINT_REQUIRE_SHARED("models/stories260K.gguf");
+    auto l = load_stories();
+    RuntimeConfig c = small_config();
+    c.prefill_chunk = 64;
+    c.background_step_ms = 1e-9;  // nothing fits: one token a step
+    c.interactive_window_ms = 1e9;
+    GenerationRequest bg = greedy_request(std::vector<int32_t>(40, 300), 1);
+    bg.priority = Priority::Background;
+    {
+        Runtime rt(l.model, l.tok, c);
+        EXPECT_EQ(run_one(rt, bg).timings.steps, 1) << "no interactive request seen yet: full chunks";
+    }
+    {
+        Runtime rt(l.model, l.tok, c);
+        Event fg = run_one(rt, greedy_request(std::vector<int32_t>(40, 301), 1));
+        EXPECT_EQ(fg.timings.steps, 1) << "interactive prompts are not limited";
+        Event b = run_one(rt, bg);
+        EXPECT_EQ(b.finish, FinishReason::Length);
+        EXPECT_EQ(b.timings.steps, 40);
+    }
+    for (double window : {1e9, 0.0}) {
+        RuntimeConfig d = c;
+        if (window > 0) d.background_step_ms = 0;  // off
+        else d.interactive_window_ms = 0;          // the interactive request is long gone
+        Runtime rt(l.model, l.tok, d);
+        run_one(rt, greedy_request(std::vector<int32_t>(40, 301), 1));
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        EXPECT_EQ(run_one(rt, bg).timings.steps, 1) << window;
+    }
+}
+
+// close(): queued and running requests end with the given error, new ones are refused, nothing hangs.
+TEST(Runtime, CloseEndsEveryRequestWithTheReasonAndRefusesNewOnes) {
+    FLINT_REQUIRE_SHARED("models/stories260K.gguf");
+    auto l = load_stories();
+    RuntimeConfig c = small_config();
+    c.max_running = 1;
+    Runtime rt(l.model, l.tok, c);
+    rt.on_step = [](const std::vector<uint64_t>&) { std::this_thread::sleep_for(std::chrono::milliseconds(2)); };
+    auto p = story_prompt(*l.tok, "Once upon a time");
+    Waiter running, queued;
+    std::atomic<int> seen{0};
+    rt.submit(greedy_request(p, 400), running.callback([&](const Event&) { ++seen; }));
+    rt.submit(greedy_request(p, 400), queued.callback());
+    while (seen < 3) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    rt.close("model 'm' was unloaded");
+    ASSERT_TRUE(running.finished() && queued.finished()) << "close() returns once nothing is left";
+    for (Waiter* w : {&running, &queued}) {
+        EXPECT_EQ(w->final_event().finish, FinishReason::Error);
+        EXPECT_EQ(w->final_event().error, "model 'm' was unloaded");
+    }
+    EXPECT_GE(running.final_event().output.size(), 3u);
+    EXPECT_LT(running.final_event().output.size(), 400u);
+    try {
+        rt.submit(greedy_request(p, 1), nullptr);
+        FAIL() << "submit after close";
+    } catch (const OverloadedError& e) {
+        EXPECT_NE(std::string(e.what()).find("unloaded"), std::string::npos) << e.what();
+    }
+    rt.close("again");  // idempotent
 }

@@ -98,6 +98,33 @@ TEST(Sampler, LogprobsOfChosenAndTopAlternatives) {
     EXPECT_NEAR(r.top[1].p, std::log(0.3), 1e-5);
 }
 
+// The speculative path (distribution + its own pick) reports log-probabilities of the same penalised
+// distribution that sample() reports, for any token it picks.
+TEST(Sampler, LogprobsOfUsesThePenalisedDistribution) {
+    std::vector<float> logits = {std::log(0.5f), std::log(0.3f), std::log(0.2f)};
+    const std::vector<int32_t> history = {0, 0};
+    SamplingParams p{.temperature = 1.0f, .frequency_penalty = 0.5f, .seed = 7, .top_logprobs = 3};
+    Sampler a(p, 3), b(p, 3);
+    Sampled sa = a.sample(logits.data(), history);
+    std::vector<TokenProb> dist;
+    b.distribution(logits.data(), history, dist);
+    Sampled sb;
+    b.logprobs_of(sa.token, sb);
+    EXPECT_FLOAT_EQ(sb.logprob, sa.logprob);
+    ASSERT_EQ(sb.top.size(), 3u);
+    for (size_t i = 0; i < 3; ++i) {
+        EXPECT_EQ(sb.top[i].id, sa.top[i].id);
+        EXPECT_FLOAT_EQ(sb.top[i].p, sa.top[i].p);
+    }
+    // Token 0 was penalised by 2 x 0.5 + 0 = 1 nat: log p(0) = log(0.5/e / (0.5/e + 0.3 + 0.2)).
+    Sampled s0;
+    b.logprobs_of(0, s0);
+    const double z = 0.5 / std::exp(1.0) + 0.5;
+    EXPECT_NEAR(s0.logprob, std::log(0.5 / std::exp(1.0) / z), 1e-5);
+    Sampler fresh(p, 3);
+    EXPECT_THROW(fresh.logprobs_of(0, s0), Error);
+}
+
 TEST(Sampler, RejectsInvalidParameters) {
     EXPECT_THROW(Sampler({.temperature = -1.0f}, 3), Error);
     EXPECT_THROW(Sampler({.top_p = 0.0f}, 3), Error);

@@ -243,19 +243,6 @@ struct Runtime::Impl {
         return !s.finished;
     }
 
-    // Chooses the token at one verified position. With a draft, greedy keeps the argmax; sampling uses the
-    // speculative rule for a deterministic draft: accept d with probability p(d), else draw from p without d.
-    Sampled choose(Sequence& s, const float* row, int32_t draft) {
-        Sampler& sm = *s.sampler;
-        if (draft < 0 || sm.greedy()) return sm.sample(row, s.tokens);
-        std::vector<TokenProb> dist;
-        sm.distribution(row, s.tokens, dist);
-        Sampled out;
-        out.token = pick_with_draft(sm, dist, draft);
-        sm.logprobs_of(out.token, out);  // from the penalised row distribution() kept, like sample()
-        return out;
-    }
-
     void propose_drafts(Sequence& s) {
         s.drafts.clear();
         if (!s.draft_len) return;
@@ -382,6 +369,8 @@ struct Runtime::Impl {
         auto t0 = Clock::now();
         forward(model, batch, *kv, scratch, pool.get(), logits.data());
         const double step_ms = ms_between(t0, Clock::now());
+        int batch_tokens = 0;
+        for (const Entry& e : entries) batch_tokens += e.n;
         steps_total++;
         int fed = 0;
         for (const Entry& e : entries) fed += e.n;
@@ -415,9 +404,10 @@ struct Runtime::Impl {
             int accepted = 0;
             for (int j = 0; j <= k; ++j) {
                 const int32_t draft = j < k ? s.drafts[j] : -1;
-                Sampled smp = choose(s, &logits[(row + j) * V], draft);
-                const bool match = draft >= 0 && smp.token == draft;
-                if (!accept_token(s, smp, step_ms)) {
+                // Sampled exactly as plain decoding would, the draft accepted iff it is that token.
+                Verdict v = verify_position(*s.sampler, &logits[(row + j) * V], s.tokens, draft);
+                const bool match = v.accepted;
+                if (!accept_token(s, v.chosen, step_ms)) {
                     if (match) ++accepted;
                     break;
                 }
@@ -425,7 +415,10 @@ struct Runtime::Impl {
                 ++accepted;
                 s.n_past += 1;  // the draft's KV at this position is the accepted token's
             }
-            if (s.draft_len && k > 0) s.draft_len->update(k, accepted);
+            // A re-synchronisation probe's outcome says nothing about how good the prediction is; its cost
+            // (like every step's) feeds the length controller's cost model.
+            if (s.draft_len) s.draft_len->observe_step(batch_tokens, step_ms);
+            if (s.draft_len && k > 0 && !(s.prediction && s.prediction->probing())) s.draft_len->update(k, accepted);
             row += e.logits == Logits::All ? e.n : 1;
         }
         if (rt.on_step) rt.on_step(ids);

@@ -1,6 +1,7 @@
 #include "spec/drafter.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 namespace flint {
 namespace {
@@ -16,11 +17,30 @@ uint64_t hash_tokens(std::span<const int32_t> t) {
 
 }  // namespace
 
-PredictionDrafter::PredictionDrafter(std::vector<int32_t> prediction, int min_match)
-    : pred_(std::move(prediction)), min_match_(std::max(1, min_match)) {
+namespace {
+std::FILE* g_trace = nullptr;
+// Probes are tried only this many output tokens after the output last followed the prediction (an edited
+// span), and look for the model's token at most this far ahead of the expected position.
+constexpr int64_t kProbeWindow = 16;
+}  // namespace
+
+void set_draft_trace(std::FILE* f) { g_trace = f; }
+
+PredictionDrafter::PredictionDrafter(std::vector<int32_t> prediction, int min_match, int probe_len)
+    : pred_(std::move(prediction)), min_match_(std::max(1, min_match)), probe_len_(std::max(1, probe_len)) {
     std::span<const int32_t> p(pred_);
     for (size_t i = 0; i + min_match_ <= p.size(); ++i)
         index_[hash_tokens(p.subspan(i, min_match_))].push_back(static_cast<int32_t>(i));
+}
+
+PredictionDrafter::~PredictionDrafter() {
+    if (!g_trace || stats_.steps == 0) return;
+    const DraftStats& s = stats_;
+    std::fprintf(g_trace,
+                 "[spec] summary: %d steps (%d synced, %d probing, %d without drafts); drafts accepted %d / %d "
+                 "(probes %d / %d); %d misses, %d re-syncs after %d steps in all; %d blocks cut by the prediction's end\n",
+                 s.steps, s.steps_synced, s.steps_probe, s.steps_lost, s.accepted, s.proposed, s.probe_accepted,
+                 s.probe_proposed, s.misses, s.resyncs, s.steps_to_resync, s.short_blocks);
 }
 
 int64_t PredictionDrafter::resync(std::span<const int32_t> output) const {
@@ -57,9 +77,26 @@ int64_t PredictionDrafter::resync(std::span<const int32_t> output) const {
     return best;
 }
 
+int64_t PredictionDrafter::probe_at(int32_t last) const {
+    // The model's own last token, found in the prediction past what was already matched and near where
+    // the output would stand had it kept pace: the output continues after it (a deletion in the output, or
+    // the end of an insertion). Otherwise the expected position itself: a substituted span ends and the
+    // prediction resumes in step. The verify step tests either guess with the model's next token.
+    const int64_t n = static_cast<int64_t>(pred_.size());
+    int64_t best = -1, best_dist = 0;
+    for (int64_t j = std::max<int64_t>(frontier_, 0); j < std::min(n, anchor_ + kProbeWindow); ++j) {
+        if (pred_[j] != last) continue;
+        const int64_t dist = std::abs(j + 1 - anchor_);
+        if (best < 0 || dist < best_dist) best = j + 1, best_dist = dist;
+    }
+    if (best >= 0) return best < n ? best : -1;
+    return anchor_ < n ? -anchor_ - 2 : -1;  // a blind guess, encoded apart from a match on the token
+}
+
 void PredictionDrafter::advance(std::span<const int32_t> output) {
     for (; seen_ < output.size(); ++seen_) {
         const int32_t t = output[seen_];
+        const auto done = static_cast<int64_t>(seen_ + 1);
         if (cursor_ >= 0 && cursor_ < static_cast<int64_t>(pred_.size()) && pred_[cursor_] == t) {
             if (used_.empty()) used_.assign(pred_.size(), false);
             if (!used_[cursor_]) {
@@ -69,18 +106,75 @@ void PredictionDrafter::advance(std::span<const int32_t> output) {
             ++cursor_;
             anchor_ = cursor_;
             frontier_ = std::max(frontier_, cursor_);
+            ++run_;
+            if (!probe_ || run_ >= min_match_) probe_ = false, last_good_ = done;
         } else {
+            run_ = 0;
             ++anchor_;
+            probe_ = false;
             cursor_ = resync(output.first(seen_ + 1));
-            if (cursor_ >= 0) anchor_ = cursor_;
+            if (cursor_ >= 0) {
+                // The output's last n-gram is in the prediction. On repetitive text that is often a phrase
+                // from elsewhere rather than the rejoin, but it tends to continue the same way there too
+                // (prompt lookup over the prediction); measured, it beats guessing near the edit.
+                anchor_ = cursor_;
+                last_good_ = done;
+            } else if (last_good_ >= 0 && done - last_good_ <= kProbeWindow) {
+                // Inside an edited span, just after the output left the prediction: guess near where it
+                // should stand, a short block the model's next token tests.
+                const int64_t at = probe_at(t);
+                run_ = at >= 0 ? 1 : 0;  // the model's token agreed with the prediction there
+                cursor_ = at >= -1 ? at : -at - 2;
+                probe_ = cursor_ >= 0;
+            }
         }
     }
 }
 
+void PredictionDrafter::note_outcome(std::span<const int32_t> output) {
+    if (last_drafts_.empty() || output.size() <= last_at_) return;
+    const size_t fresh = output.size() - last_at_;
+    size_t acc = 0;
+    while (acc < last_drafts_.size() && acc < fresh && output[last_at_ + acc] == last_drafts_[acc]) ++acc;
+    const bool miss = acc < last_drafts_.size() && fresh > acc;
+    stats_.accepted += static_cast<int>(acc);
+    if (last_probe_) stats_.probe_accepted += static_cast<int>(acc);
+    if (miss) {
+        ++stats_.misses;
+        if (!last_probe_ && !lost_since_miss_) lost_since_miss_ = true;
+    }
+    if (g_trace)
+        std::fprintf(g_trace, "[spec]   accepted %zu / %zu%s\n", acc, last_drafts_.size(), miss ? " (miss)" : "");
+}
+
 void PredictionDrafter::propose(std::span<const int32_t> output, int k, std::vector<int32_t>& out) {
+    note_outcome(output);
     advance(output);
-    if (cursor_ < 0) return;
-    for (int64_t i = cursor_; i < static_cast<int64_t>(pred_.size()) && k > 0; ++i, --k) out.push_back(pred_[i]);
+    const bool lost = cursor_ < 0;
+    const size_t before = out.size();
+    if (!lost) {
+        const int n = probe_ ? std::min(k, probe_len_) : k;
+        for (int64_t i = cursor_; i < static_cast<int64_t>(pred_.size()) && i < cursor_ + n; ++i) out.push_back(pred_[i]);
+    }
+    const int drafted = static_cast<int>(out.size() - before);
+    last_drafts_.assign(out.begin() + static_cast<std::ptrdiff_t>(before), out.end());
+    last_at_ = output.size();
+    last_probe_ = !lost && probe_;
+    ++stats_.steps;
+    stats_.proposed += drafted;
+    if (lost || drafted == 0) ++stats_.steps_lost;
+    else if (probe_) ++stats_.steps_probe, stats_.probe_proposed += drafted;
+    else ++stats_.steps_synced;
+    if (!lost && !probe_ && drafted < k) ++stats_.short_blocks;
+    const bool synced = !lost && !probe_ && drafted > 0;
+    if (lost_since_miss_) {
+        if (synced) ++stats_.resyncs, lost_since_miss_ = false;
+        else ++stats_.steps_to_resync;
+    }
+    if (g_trace)
+        std::fprintf(g_trace, "[spec] out %zu: %s k=%d drafts=%d cursor=%lld anchor=%lld\n", output.size(),
+                     lost ? "lost" : probe_ ? "probe" : "synced", k, drafted, static_cast<long long>(cursor_),
+                     static_cast<long long>(anchor_));
 }
 
 void LookupDrafter::index_up_to(std::span<const int32_t> h, size_t end) {
@@ -107,10 +201,57 @@ void LookupDrafter::propose(std::span<const int32_t> h, int k, std::vector<int32
     }
 }
 
+AdaptiveLength::AdaptiveLength(int initial, int cap)
+    : k_(std::clamp(initial, 1, std::max(1, cap))), cap_(std::max(1, cap)), acc_(k_), miss_(1) {}
+
 void AdaptiveLength::update(int proposed, int accepted) {
     if (proposed <= 0) return;
-    if (accepted == proposed) k_ = std::min(cap_, std::max(k_ * 2, 2));
-    else k_ = std::max(1, std::min(k_, accepted + 1));
+    constexpr double keep = 0.8;  // per block: the last ~5 blocks dominate
+    acc_ = keep * acc_ + accepted;
+    miss_ = keep * miss_ + (accepted < proposed ? 1 : 0);
+    choose();
+    // Full acceptance: let the length grow even before the estimate catches up.
+    if (accepted == proposed) k_ = std::max(k_, std::min(cap_, 2 * proposed));
+}
+
+void AdaptiveLength::observe_step(int tokens, double ms) {
+    // While drafting does not pay, try one draft every kExplore steps so the estimate can recover.
+    constexpr int kExplore = 8;
+    if (k_ == 0 && ++idle_ >= kExplore) k_ = 1, idle_ = 0;
+    else if (k_ == 1 && pessimistic_) k_ = 0, idle_ = 1;
+    if (tokens <= 0 || !(ms > 0)) return;
+    constexpr double keep = 0.95;
+    const double n = tokens;
+    s0_ = keep * s0_ + 1;
+    sn_ = keep * sn_ + n;
+    snn_ = keep * snn_ + n * n;
+    sm_ = keep * sm_ + ms;
+    snm_ = keep * snm_ + n * ms;
+}
+
+double AdaptiveLength::relative_token_cost() const {
+    constexpr double prior = 0.1;  // until steps of different sizes were seen
+    const double det = s0_ * snn_ - sn_ * sn_;
+    if (s0_ < 2 || det < 0.25 * s0_ * s0_) return prior;  // too little spread in the step sizes
+    const double c1 = (s0_ * snm_ - sn_ * sm_) / det;
+    const double c0 = (sm_ - c1 * sn_) / s0_;
+    if (!(c1 > 0)) return 0.001;
+    return c0 + c1 > 0 ? std::clamp(c1 / (c0 + c1), 0.001, 1.0) : 1.0;
+}
+
+void AdaptiveLength::choose() {
+    const double alpha = acc_ / (acc_ + miss_);
+    const double beta = relative_token_cost();
+    // Expected tokens per step: the model's own token plus the agreeing prefix of k drafts.
+    double best = 1, tokens = 1, p = 1;  // k = 0: a plain decoding step, one token at cost 1
+    k_ = 0;
+    for (int k = 1; k <= cap_; ++k) {
+        p *= alpha;
+        tokens += p;
+        const double rate = tokens / (1 + beta * k);
+        if (rate > best * 1.001) best = rate, k_ = k;
+    }
+    pessimistic_ = k_ == 0;
 }
 
 }  // namespace flint

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <random>
 
 #include <gtest/gtest.h>
 
@@ -131,23 +132,66 @@ TEST(Speculative, FollowUpAfterRejectedDraftsMatchesColdRun) {
 }
 
 TEST(Speculative, SamplingAcceptanceRuleKeepsTheDistribution) {
-    // Target p over 4 tokens; the draft is always token 1. The picks must follow p, not the draft.
-    const std::vector<TokenProb> p = {{0, 0.4f}, {1, 0.3f}, {2, 0.2f}, {3, 0.1f}};
-    Sampler s({.seed = 7}, 4);
+    // Target p over 4 tokens; the draft is always token 1. The draft is accepted with probability p(1), and
+    // the emitted tokens follow p, not the draft.
+    const std::vector<float> p = {0.4f, 0.3f, 0.2f, 0.1f};
+    std::vector<float> logits;
+    for (float x : p) logits.push_back(std::log(x));
+    Sampler s({.temperature = 1.0f, .seed = 7}, 4);
     std::map<int32_t, int> counts;
+    int accepted = 0;
     const int n = 40000;
-    for (int i = 0; i < n; ++i) counts[pick_with_draft(s, p, 1)]++;
+    for (int i = 0; i < n; ++i) {
+        Verdict v = verify_position(s, logits.data(), {}, 1);
+        counts[v.chosen.token]++;
+        accepted += v.accepted;
+        EXPECT_EQ(v.accepted, v.chosen.token == 1);
+    }
     double chi2 = 0;
-    for (const TokenProb& tp : p) {
-        double expected = tp.p * n;
-        chi2 += (counts[tp.id] - expected) * (counts[tp.id] - expected) / expected;
+    for (int id = 0; id < 4; ++id) {
+        double expected = p[id] * n;
+        chi2 += (counts[id] - expected) * (counts[id] - expected) / expected;
     }
     EXPECT_LT(chi2, 16.27) << "chi-square, 3 degrees of freedom, p = 0.001";
+    EXPECT_NEAR(accepted / double(n), 0.3, 0.015) << "accepted with probability p(draft)";
     // A draft the target never produces is never accepted.
-    counts.clear();
-    const std::vector<TokenProb> q = {{0, 0.5f}, {2, 0.5f}};
-    for (int i = 0; i < 1000; ++i) counts[pick_with_draft(s, q, 1)]++;
-    EXPECT_EQ(counts[1], 0);
+    const std::vector<float> q = {std::log(0.5f), -INFINITY, std::log(0.5f), -INFINITY};
+    for (int i = 0; i < 1000; ++i) EXPECT_FALSE(verify_position(s, q.data(), {}, 1).accepted);
+}
+
+TEST(Speculative, VerifyingConsumesTheRngLikePlainSampling) {
+    // Same seed, same logits: the verified tokens are the plain sampler's tokens, whatever the drafts.
+    const std::vector<float> logits = {0.1f, 1.2f, -0.3f, 0.8f, 0.0f, 2.0f};
+    Sampler plain({.temperature = 0.9f, .seed = 3}, 6), spec({.temperature = 0.9f, .seed = 3}, 6);
+    for (int i = 0; i < 500; ++i) {
+        const int32_t draft = (i % 3 == 0) ? -1 : i % 6;
+        EXPECT_EQ(plain.sample(logits.data(), {}).token, verify_position(spec, logits.data(), {}, draft).chosen.token) << i;
+    }
+}
+
+TEST(Speculative, SampledOutputIdenticalWithAnyPrediction) {
+    // Sampling is lossless too, and with the same seed token for token the same as plain decoding.
+    FLINT_REQUIRE_SHARED("models/stories260K.gguf");
+    auto l = load_stories();
+    Runtime plain(l.model, l.tok, spec_config(false));
+    Runtime spec(l.model, l.tok, spec_config(true));
+    for (uint64_t seed : {5u, 11u, 23u}) {
+        auto prompt = l.tok->encode("Once upon a time", true, false);
+        GenerationRequest r = greedy_request(prompt, 80);
+        r.sampling = {.temperature = 0.8f, .top_p = 0.95f, .seed = seed};
+        Event base = run_one(plain, r);
+        const auto& out = base.output;
+        auto with_delete = out;
+        with_delete.erase(with_delete.begin() + 30, with_delete.begin() + 34);
+        for (const auto& prediction : {out, mutate(out, 9, 300), with_delete, std::vector<int32_t>{}}) {
+            r.prediction = prediction;
+            r.prompt_lookup = true;
+            Event e = run_one(spec, r);
+            EXPECT_EQ(e.output, out) << "seed " << seed << ", prediction of " << prediction.size();
+        }
+        r.prediction = out;
+        EXPECT_EQ(run_one(spec, r).usage.accepted_prediction_tokens, 80) << "its own sample is accepted whole";
+    }
 }
 
 TEST(Speculative, SampledOutputIsReproducibleAndValid) {
@@ -169,14 +213,130 @@ TEST(Drafter, PredictionCursorResynchronisesAfterAnEdit) {
     std::vector<int32_t> out, drafts;
     d.propose(out, 3, drafts);
     EXPECT_EQ(drafts, (std::vector<int32_t>{1, 2, 3}));
-    out = {1, 2, 3, 99, 98};  // an inserted edit: lost
+    out = {1, 2, 3, 99, 98};  // an inserted edit, two tokens long: probing where the prediction would resume
     drafts.clear();
     d.propose(out, 3, drafts);
-    EXPECT_TRUE(drafts.empty());
-    out.insert(out.end(), {5, 6});  // rejoins the prediction at 5, 6
+    EXPECT_TRUE(d.probing());
+    out.insert(out.end(), {5, 6});  // rejoins the prediction at 5, 6 (4 deleted): a strong match
     drafts.clear();
     d.propose(out, 3, drafts);
+    EXPECT_FALSE(d.probing());
     EXPECT_EQ(drafts, (std::vector<int32_t>{7, 8, 9}));
+}
+
+namespace {
+std::vector<int32_t> iota_tokens(int n, int first = 1) {
+    std::vector<int32_t> v(n);
+    for (int i = 0; i < n; ++i) v[i] = first + i;
+    return v;
+}
+}  // namespace
+
+TEST(Drafter, ProbesTheExpectedPositionInsideASubstitutedSpan) {
+    PredictionDrafter d(iota_tokens(20), 3, 4);  // prediction 1..20
+    std::vector<int32_t> out, drafts;
+    d.propose(out, 8, drafts);
+    out = {1, 2, 3, 4, 5, 90};  // 6 was replaced by 90: five drafts accepted, then a miss
+    drafts.clear();
+    d.propose(out, 8, drafts);
+    EXPECT_TRUE(d.probing());
+    EXPECT_EQ(drafts, (std::vector<int32_t>{7, 8, 9, 10})) << "a substituted token: the prediction resumes in step";
+    out.insert(out.end(), {91, 92, 93});  // 7, 8, 9 replaced as well
+    drafts.clear();
+    d.propose(out, 8, drafts);
+    EXPECT_EQ(drafts, (std::vector<int32_t>{10, 11, 12, 13})) << "the probe straddles the end of the span";
+    out.insert(out.end(), {10, 11, 12, 13, 14});  // the probe was accepted, plus the model's token
+    drafts.clear();
+    d.propose(out, 8, drafts);
+    EXPECT_FALSE(d.probing());
+    EXPECT_EQ(drafts, iota_tokens(6, 15)) << "in step again: full length to the prediction's end";
+    EXPECT_EQ(d.stats().resyncs, 1);
+}
+
+TEST(Drafter, SkipsTokensTheOutputDeletedUsingTheModelsOwnToken) {
+    PredictionDrafter d(iota_tokens(20), 3, 4);
+    std::vector<int32_t> out = {1, 2, 3, 4, 5, 9}, drafts;  // 6, 7, 8 are not in the output
+    d.propose(out, 8, drafts);
+    EXPECT_EQ(drafts, (std::vector<int32_t>{10, 11, 12, 13}));
+}
+
+TEST(Drafter, RejoinsAfterTokensTheOutputInserted) {
+    PredictionDrafter d(iota_tokens(20), 3, 4);
+    std::vector<int32_t> out = {1, 2, 3, 4, 5, 70, 71}, drafts;
+    d.propose(out, 8, drafts);
+    EXPECT_TRUE(d.probing());
+    out.push_back(6);  // the output comes back to the prediction at 6
+    drafts.clear();
+    d.propose(out, 8, drafts);
+    EXPECT_EQ(drafts, (std::vector<int32_t>{7, 8, 9, 10}));
+}
+
+TEST(Drafter, NoProbesForAPredictionTheOutputNeverFollowed) {
+    PredictionDrafter d(iota_tokens(20, 100), 3, 4);
+    std::vector<int32_t> out, drafts;
+    d.propose(out, 8, drafts);  // the start is assumed in step
+    for (int32_t t : {1, 2, 3, 4, 5}) {
+        out.push_back(t);
+        drafts.clear();
+        d.propose(out, 8, drafts);
+        EXPECT_TRUE(drafts.empty());
+    }
+    // And none long after the output last followed it.
+    PredictionDrafter e(iota_tokens(40), 3, 4);
+    out = iota_tokens(5);
+    for (int i = 0; i < 30; ++i) out.push_back(500 + i);
+    drafts.clear();
+    e.propose(out, 8, drafts);
+    EXPECT_TRUE(drafts.empty());
+}
+
+namespace {
+// The engine's loop on known output: propose, accept the agreeing prefix plus one token, feed the length
+// controller as the runtime does. Returns the steps taken.
+int simulate(const std::vector<int32_t>& truth, const std::vector<int32_t>& prediction) {
+    PredictionDrafter d(prediction);
+    AdaptiveLength len(16, 16);
+    std::vector<int32_t> out, drafts;
+    int steps = 0;
+    while (out.size() < truth.size()) {
+        drafts.clear();
+        d.propose(out, std::min<int>(len.next(), static_cast<int>(truth.size() - out.size()) - 1), drafts);
+        size_t a = 0;
+        while (a < drafts.size() && drafts[a] == truth[out.size() + a]) ++a;
+        out.insert(out.end(), truth.begin() + out.size(), truth.begin() + out.size() + a + 1);
+        if (!drafts.empty() && !d.probing()) len.update(static_cast<int>(drafts.size()), static_cast<int>(a));
+        ++steps;
+    }
+    EXPECT_EQ(out, truth);
+    return steps;
+}
+}  // namespace
+
+TEST(Drafter, EditedPredictionsCostFewStepsBeyondThePerfectOne) {
+    std::mt19937 rng(1);
+    std::uniform_int_distribution<int32_t> tok(0, 5000);
+    std::vector<int32_t> truth(340);
+    for (int32_t& t : truth) t = tok(rng);
+    const int perfect = simulate(truth, truth);
+    EXPECT_EQ(perfect, 20);  // 340 / (16 + 1)
+    auto sub = truth, ins = truth, del = truth;
+    for (int at : {60, 150, 250}) {
+        for (int i = 0; i < 4; ++i) sub[at + i] = 9000 + i;
+    }
+    for (int at : {250, 150, 60}) {
+        ins.insert(ins.begin() + at, {9100, 9101, 9102, 9103});
+        del.erase(del.begin() + at, del.begin() + at + 4);
+    }
+    // Each edited span costs its miss and, inside a substitution or insertion, a probe per token.
+    EXPECT_LE(simulate(truth, sub), perfect + 3 * 5);
+    EXPECT_LE(simulate(truth, ins), perfect + 3 * 2);
+    EXPECT_LE(simulate(truth, del), perfect + 3 * 5);
+    // Repetitive text: the same short phrase again and again, one span substituted.
+    std::vector<int32_t> rep;
+    for (int i = 0; i < 60; ++i) rep.insert(rep.end(), {11, 12, 13, 14, 15});
+    auto rep_sub = rep;
+    for (int i = 0; i < 4; ++i) rep_sub[120 + i] = 9200 + i;
+    EXPECT_LE(simulate(rep, rep_sub), simulate(rep, rep) + 5);
 }
 
 TEST(Drafter, PromptLookupContinuesTheLatestMatchingNgram) {
@@ -189,15 +349,63 @@ TEST(Drafter, PromptLookupContinuesTheLatestMatchingNgram) {
     EXPECT_TRUE(drafts.empty());
 }
 
-TEST(Drafter, AdaptiveLengthGrowsOnSuccessAndShrinksOnMisses) {
-    AdaptiveLength a(4, 16);
+TEST(Drafter, AdaptiveLengthKeepsItsLengthAfterAnIsolatedMissAndShrinksOnRepeatedOnes) {
+    AdaptiveLength a(4, 16);  // no step timings: the prior cost model (a draft costs 0.1 of a step)
     a.update(4, 4);
-    EXPECT_EQ(a.next(), 8);
-    a.update(8, 8);
-    a.update(16, 16);
+    EXPECT_GE(a.next(), 8) << "full acceptance at least doubles";
+    a.update(a.next(), a.next());
+    a.update(a.next(), a.next());
     EXPECT_EQ(a.next(), 16);
     a.update(16, 2);
-    EXPECT_EQ(a.next(), 3);
-    a.update(3, 0);
-    EXPECT_EQ(a.next(), 1);
+    EXPECT_GE(a.next(), 12) << "one miss after a long agreeing run";
+    int k = a.next();
+    for (int i = 0; i < 15; ++i) {
+        a.update(a.next(), 0);
+        EXPECT_LE(a.next(), k) << i;
+        k = a.next();
+    }
+    EXPECT_EQ(a.next(), 1) << "a prediction that keeps missing costs single-token steps";
+    a.update(1, 1);
+    EXPECT_EQ(a.next(), 2);
+    AdaptiveLength lookup(4, 16);
+    lookup.update(4, 0);
+    EXPECT_LT(lookup.next(), 4) << "a first miss from a short start shrinks";
+}
+
+TEST(Drafter, AdaptiveLengthWeighsTheMeasuredCostOfVerifying) {
+    // The same acceptance history (19 of 20 drafts agree in the long run), two machines.
+    auto run = [](double ms_one, double ms_per_extra) {
+        AdaptiveLength a(16, 16);
+        for (int i = 0; i < 30; ++i) {
+            a.observe_step(1, ms_one);
+            a.observe_step(17, ms_one + 16 * ms_per_extra);
+        }
+        for (int i = 0; i < 10; ++i) a.update(16, 16);
+        a.update(16, 7);
+        return std::pair(a.next(), a.relative_token_cost());
+    };
+    auto [k_cheap, beta_cheap] = run(10.0, 0.05);  // weight streaming: more tokens are nearly free
+    auto [k_dear, beta_dear] = run(1.0, 0.9);      // a tiny compute-bound model: each token costs ~ a step
+    EXPECT_NEAR(beta_cheap, 0.005, 0.001);
+    EXPECT_NEAR(beta_dear, 0.9, 0.01);
+    EXPECT_EQ(k_cheap, 16);
+    EXPECT_LE(k_dear, 4);
+    EXPECT_GE(k_dear, 1);
+    // Where drafts rarely agree and each costs most of a step, none are proposed, but one is tried now
+    // and then.
+    AdaptiveLength a(16, 16);
+    for (int i = 0; i < 30; ++i) {
+        a.observe_step(1, 1.0);
+        a.observe_step(5, 4.6);
+    }
+    for (int i = 0; i < 6; ++i) a.update(4, 1);
+    EXPECT_EQ(a.next(), 0);
+    int tried = 0;
+    for (int i = 0; i < 32; ++i) {
+        a.observe_step(1, 1.0);
+        tried += a.next();
+    }
+    EXPECT_EQ(tried, 4) << "one exploring draft every 8 steps";
+    AdaptiveLength unseen(16, 16);
+    EXPECT_DOUBLE_EQ(unseen.relative_token_cost(), 0.1) << "a prior until steps of several sizes were timed";
 }

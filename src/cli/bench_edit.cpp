@@ -3,8 +3,6 @@
 // target with a chosen fraction of its tokens edited. Reports effective output tok/s against plain decoding
 // at each prediction accuracy, and checks the output is unchanged (lossless).
 #include <algorithm>
-#include <condition_variable>
-#include <mutex>
 #include <cstdio>
 #include <fstream>
 #include <random>
@@ -14,6 +12,7 @@
 #include "cli/model_options.h"
 #include "gguf/gguf.h"
 #include "runtime/runtime.h"
+#include "runtime/waiter.h"
 #include "spec/drafter.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
@@ -35,27 +34,6 @@ struct BenchEditOptions {
     bool trace = false;
     int max_draft = 16;
 };
-
-struct Done {
-    std::mutex mu;
-    std::condition_variable cv;
-    Event ev;
-    bool finished = false;
-};
-
-Event run(Runtime& rt, const GenerationRequest& r) {
-    Done d;
-    rt.submit(r, [&](const Event& e) {
-        if (!e.done) return;
-        std::lock_guard lk(d.mu);
-        d.ev = e;
-        d.finished = true;
-        d.cv.notify_all();
-    });
-    std::unique_lock lk(d.mu);
-    d.cv.wait(lk, [&] { return d.finished; });
-    return d.ev;
-}
 
 // Decode-phase time: from the end of prefill to the last token.
 double decode_ms(const Event& e) { return e.timings.total_ms - e.timings.queued_ms - e.timings.prefill_ms; }
@@ -169,10 +147,10 @@ void bench_edit(const BenchEditOptions& o) {
     r.prompt_lookup = false;
     // The target: what the model writes greedily (or samples with the seed; the speculative rows sample
     // with the same seed and must reproduce it token for token, see spec/verify.h). Run twice and keep the second timing (warm caches).
-    Event base = run(plain, r);
+    Event base = run_to_completion(plain, r);
     std::vector<double> plain_tps, plain_ms;
     for (int i = 0; i < std::max(1, o.reps); ++i) {
-        Event e = run(plain, r);
+        Event e = run_to_completion(plain, r);
         plain_tps.push_back(decode_tps(e));
         // One step per token after the first, which comes with the prefill.
         if (decode_steps(e) != static_cast<int>(e.output.size()) - 1) fail("bench edit: unexpected plain step count");
@@ -202,7 +180,7 @@ void bench_edit(const BenchEditOptions& o) {
         Event e;
         bool identical = true;
         for (int i = 0; i < std::max(1, o.reps); ++i) {
-            e = run(spec, s);
+            e = run_to_completion(spec, s);
             tps.push_back(decode_tps(e));
             identical = identical && e.output == target;
             const int steps = decode_steps(e);

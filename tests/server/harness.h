@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "server/model_registry.h"
@@ -95,6 +96,23 @@ public:
 private:
     struct Impl;
     std::unique_ptr<Impl> impl_;
+};
+
+// A test suite sharing one TestServer (stories260K), started once for the suite: derive as
+// `class S : public SharedServerSuite<S>` and give S a `static TestServer* make_server()`.
+template <typename Suite>
+class SharedServerSuite : public ::testing::Test {
+protected:
+    static void SetUpTestSuite() {
+        if (shared_exists("models/stories260K.gguf")) server_ = Suite::make_server();
+    }
+    static void TearDownTestSuite() {
+        delete server_;
+        server_ = nullptr;
+    }
+    void SetUp() override { FLINT_REQUIRE_SHARED("models/stories260K.gguf"); }
+    int port() const { return server_->port(); }
+    static inline TestServer* server_ = nullptr;
 };
 
 // The handshake status when the upgrade is refused (e.g. 401), or 101.

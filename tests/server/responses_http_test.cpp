@@ -10,21 +10,12 @@
 namespace flint::test {
 namespace {
 
-class ResponsesHttp : public ::testing::Test {
-protected:
-    static void SetUpTestSuite() {
-        if (!shared_exists("models/stories260K.gguf")) return;
-        server_ = new TestServer({}, /*with_code=*/shared_exists("models/flint-tiny-code.gguf"));
+class ResponsesHttp : public SharedServerSuite<ResponsesHttp> {
+public:
+    static TestServer* make_server() {
+        return new TestServer({}, /*with_code=*/shared_exists("models/flint-tiny-code.gguf"));
     }
-    static void TearDownTestSuite() {
-        delete server_;
-        server_ = nullptr;
-    }
-    void SetUp() override { FLINT_REQUIRE_SHARED("models/stories260K.gguf"); }
-    int port() const { return server_->port(); }
-    static TestServer* server_;
 };
-TestServer* ResponsesHttp::server_ = nullptr;
 
 json story(int max_tokens = 24) {
     return {{"model", "stories"}, {"input", "Once upon a time"}, {"temperature", 0}, {"max_output_tokens", max_tokens}};

@@ -18,30 +18,23 @@
 namespace flint::test {
 namespace {
 
-class BadInput : public ::testing::Test {
-protected:
-    static void SetUpTestSuite() {
-        if (!shared_exists("models/stories260K.gguf")) return;
+class BadInput : public SharedServerSuite<BadInput> {
+public:
+    static TestServer* make_server() {
         server::ServerConfig cfg;
         cfg.body_limit = 64 * 1024;
-        server_ = new TestServer(cfg);
+        return new TestServer(cfg);
     }
-    static void TearDownTestSuite() {
-        delete server_;
-        server_ = nullptr;
-    }
-    void SetUp() override { FLINT_REQUIRE_SHARED("models/stories260K.gguf"); }
+
+protected:
     void TearDown() override {
         if (!server_) return;
         // Still serving after whatever the test sent.
         HttpResult ok = post_json(port(), "/v1/responses", {{"model", "stories"}, {"input", "Once"}, {"max_output_tokens", 2}});
         EXPECT_EQ(ok.status, 200) << ok.body;
     }
-    int port() const { return server_->port(); }
     json error_of(const HttpResult& r) { return json::parse(r.body)["error"]; }
-    static TestServer* server_;
 };
-TestServer* BadInput::server_ = nullptr;
 
 TEST_F(BadInput, MalformedJsonIs400) {
     HttpResult r = http(port(), "POST", "/v1/responses", "{\"model\": \"stories\", \"input\": ");

@@ -10,21 +10,10 @@
 namespace flint::test {
 namespace {
 
-class Timings : public ::testing::Test {
-protected:
-    static void SetUpTestSuite() {
-        if (!shared_exists("models/stories260K.gguf")) return;
-        server_ = new TestServer();
-    }
-    static void TearDownTestSuite() {
-        delete server_;
-        server_ = nullptr;
-    }
-    void SetUp() override { FLINT_REQUIRE_SHARED("models/stories260K.gguf"); }
-    int port() const { return server_->port(); }
-    static TestServer* server_;
+class Timings : public SharedServerSuite<Timings> {
+public:
+    static TestServer* make_server() { return new TestServer(); }
 };
-TestServer* Timings::server_ = nullptr;
 
 json story(int max_tokens) {
     return {{"model", "stories"}, {"input", "Once upon a time"}, {"temperature", 0}, {"max_output_tokens", max_tokens}};

@@ -22,22 +22,13 @@ json terminal_of(const std::vector<json>& frames) { return frames.back(); }
 
 const std::vector<std::string> kTerminal = {"response.completed", "response.incomplete", "response.failed"};
 
-class WebSocket : public ::testing::Test {
-protected:
-    static void SetUpTestSuite() {
-        if (!shared_exists("models/stories260K.gguf")) return;
+class WebSocket : public SharedServerSuite<WebSocket> {
+public:
+    static TestServer* make_server() {
         // Each engine step sleeps a little so a cancel can land mid-generation on this tiny model.
-        server_ = new TestServer({}, false, [](const std::vector<uint64_t>&) { std::this_thread::sleep_for(std::chrono::milliseconds(2)); });
+        return new TestServer({}, false, [](const std::vector<uint64_t>&) { std::this_thread::sleep_for(std::chrono::milliseconds(2)); });
     }
-    static void TearDownTestSuite() {
-        delete server_;
-        server_ = nullptr;
-    }
-    void SetUp() override { FLINT_REQUIRE_SHARED("models/stories260K.gguf"); }
-    int port() const { return server_->port(); }
-    static TestServer* server_;
 };
-TestServer* WebSocket::server_ = nullptr;
 
 TEST_F(WebSocket, SecondTurnContinuesOnTheCachedKvAndPrefillsOnlyTheDelta) {
     WsClient ws(port(), {{"OpenAI-Beta", "responses_websockets=2026-02-06"}});

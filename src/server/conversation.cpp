@@ -1,5 +1,7 @@
 #include "server/conversation.h"
 
+#include <algorithm>
+
 #include "server/errors.h"
 #include "server/model_registry.h"
 #include "util/error.h"
@@ -148,6 +150,55 @@ std::vector<int32_t> build_prompt(const ModelEntry& m, const PromptParts& p, con
     } catch (const Error& e) {
         throw bad_request(std::string("cannot build the prompt: ") + e.what(), "input");
     }
+}
+
+namespace {
+
+// Token ids that open a turn in `format` (empty when the vocabulary does not have them as single tokens).
+std::vector<int32_t> turn_openers(const ModelEntry& m) {
+    const Tokenizer& tok = *m.tokenizer;
+    std::vector<std::string_view> marks;
+    switch (*m.chat_format) {
+        case ChatFormat::ChatML: marks = {"<|im_start|>"}; break;
+        case ChatFormat::Llama3: marks = {"<|start_header_id|>"}; break;
+        case ChatFormat::Zephyr: marks = {"<|system|>", "<|user|>", "<|assistant|>"}; break;
+        case ChatFormat::Llama2: return tok.bos() >= 0 ? std::vector<int32_t>{tok.bos()} : std::vector<int32_t>{};
+        case ChatFormat::Unknown: return {};
+    }
+    std::vector<int32_t> ids;
+    for (std::string_view s : marks) {
+        std::vector<int32_t> t = tok.encode(s, false, true);
+        if (t.size() == 1) ids.push_back(t[0]);
+    }
+    return ids;
+}
+
+}  // namespace
+
+bool drop_oldest_turns(const ModelEntry& m, History& history, size_t excess) {
+    std::vector<int32_t>& t = history.tokens;
+    if (excess == 0 || t.empty()) return false;
+    if (!m.chat_format) {
+        const size_t keep = (m.tokenizer->add_bos() && t.front() == m.tokenizer->bos()) ? 1 : 0;
+        const size_t n = std::min(excess, t.size() - keep);
+        t.erase(t.begin() + static_cast<std::ptrdiff_t>(keep), t.begin() + static_cast<std::ptrdiff_t>(keep + n));
+        return n > 0;
+    }
+    const std::vector<int32_t> openers = turn_openers(m);
+    std::vector<size_t> starts;  // where each turn begins
+    for (size_t i = 0; i < t.size(); ++i)
+        if (std::find(openers.begin(), openers.end(), t[i]) != openers.end()) starts.push_back(i);
+    // Turn i spans [starts[i], starts[i+1]). Keep the first turn and the last exchange (the question and the
+    // answer the new input follows: two turns, or one Llama 2 [INST] pair); drop turns 1..j for the smallest j
+    // that frees `excess` tokens, or all that may go.
+    const size_t keep_last = *m.chat_format == ChatFormat::Llama2 ? 1 : 2;
+    if (starts.size() < 2 + keep_last) return false;
+    const size_t last_droppable = starts.size() - 1 - keep_last;  // index of the last turn that may go
+    const size_t from = starts[1];
+    size_t j = 1;
+    while (j < last_droppable && starts[j + 1] - from < excess) ++j;
+    t.erase(t.begin() + static_cast<std::ptrdiff_t>(from), t.begin() + static_cast<std::ptrdiff_t>(starts[j + 1]));
+    return true;
 }
 
 ParsedOutput parse_tool_calls(const std::string& text) {

@@ -58,6 +58,13 @@ struct PromptParts {
 // The prompt tokens. Throws ApiError for an unusable conversation.
 std::vector<int32_t> build_prompt(const ModelEntry& m, const PromptParts& p, const History* previous);
 
+// truncation "auto" for a continued conversation: removes at least `excess` tokens from the oldest turns of
+// `history`, keeping its first turn (the system prompt, or the first message) and its last exchange. Chat formats drop whole turns,
+// found by the format's turn-opening special token (ChatML <|im_start|>, Llama 3 <|start_header_id|>, Zephyr's
+// role tokens, Llama 2's BOS); a plain-text model has no turns, so its oldest tokens after BOS go. Removes as
+// much as it can when that is less than `excess`; returns false when nothing could be removed.
+bool drop_oldest_turns(const ModelEntry& m, History& history, size_t excess);
+
 // The <tools> system block for a tools array (empty when there are no function tools).
 std::string render_tools(const nlohmann::json& tools);
 

@@ -90,12 +90,16 @@ PreparedResponse prepare_response(ServerState& st, ResponsesRequest req, const A
     std::vector<InputItem> items = req.input;
     PromptParts parts{req.instructions, items, &req.tools};
     std::vector<int32_t> prompt = build_prompt(m, parts, previous ? &*previous : nullptr);
-    // truncation "auto": drop the oldest items (never the last) until the prompt fits.
+    // truncation "auto": drop the oldest items of this request (never the last), then the oldest turns of the
+    // conversation it continues (keeping its first turn), until the prompt fits.
     while (req.truncation == "auto" && static_cast<int>(prompt.size()) >= m.ctx && items.size() > 1) {
         items.erase(items.begin());
         parts.items = items;
         prompt = build_prompt(m, parts, previous ? &*previous : nullptr);
     }
+    while (req.truncation == "auto" && static_cast<int>(prompt.size()) >= m.ctx && previous &&
+           drop_oldest_turns(m, *previous, prompt.size() - static_cast<size_t>(m.ctx) + 1))
+        prompt = build_prompt(m, parts, &*previous);
     if (static_cast<int>(prompt.size()) >= m.ctx) throw context_error(prompt.size(), m.ctx);
     if (prompt.empty()) throw bad_request("The input is empty and the model adds no BOS token: nothing to continue.", "input");
     p.gen.prompt = std::move(prompt);

@@ -129,6 +129,43 @@ protected:
     ModelEntry m;
 };
 
+// truncation "auto" on a ChatML history: whole turns go, oldest first, the system turn stays, and the
+// conversation still continues with the template's turn structure.
+TEST_F(ChatPrompt, DropOldestTurnsRemovesWholeTurnsAfterTheSystemTurn) {
+    std::vector<InputItem> items = {InputItem::message("user", "first question"),
+                                    InputItem::message("assistant", "first answer"),
+                                    InputItem::message("user", "second question"),
+                                    InputItem::message("assistant", "second answer"),
+                                    InputItem::message("user", "third question")};
+    History h;
+    h.model = "qwen";
+    h.tokens = build_prompt(m, {std::string("be brief"), items, nullptr}, nullptr);
+    // What a finished response's history holds: the prompt, then the answer with its end-of-turn token.
+    const std::vector<int32_t> answer = m.tokenizer->encode("third answer<|im_end|>", false, true);
+    h.tokens.insert(h.tokens.end(), answer.begin(), answer.end());
+    const std::string before = text(h.tokens);
+    ASSERT_NE(before.find("first question"), std::string::npos) << before;
+    ASSERT_TRUE(drop_oldest_turns(m, h, 1));
+    std::string after = text(h.tokens);
+    EXPECT_EQ(after.find("<|im_start|>system\nbe brief<|im_end|>\n"), 0u) << after;
+    EXPECT_EQ(after.find("first question"), std::string::npos) << after;
+    EXPECT_NE(after.find("<|im_start|>assistant\nfirst answer"), std::string::npos) << "one turn was enough: " << after;
+    // Asking for more drops as many turns as it takes, never the system turn or the last exchange.
+    ASSERT_TRUE(drop_oldest_turns(m, h, h.tokens.size()));
+    after = text(h.tokens);
+    EXPECT_EQ(after.find("<|im_start|>system\nbe brief<|im_end|>\n<|im_start|>user\nthird question<|im_end|>\n"
+                         "<|im_start|>assistant\nthird answer<|im_end|>"),
+              0u)
+        << after;
+    EXPECT_FALSE(drop_oldest_turns(m, h, 1)) << "only the system turn and the last exchange are left";
+    // The shortened history still continues as a ChatML conversation.
+    std::vector<InputItem> next = {InputItem::message("user", "fourth")};
+    const std::string cont = text(build_prompt(m, {std::nullopt, next, nullptr}, &h));
+    EXPECT_NE(cont.find("third answer<|im_end|>\n<|im_start|>user\nfourth<|im_end|>\n<|im_start|>assistant\n"),
+              std::string::npos)
+        << cont;
+}
+
 TEST_F(ChatPrompt, FirstTurnUsesTheTemplateWithToolsInTheSystemTurn) {
     ASSERT_EQ(m.chat_format, ChatFormat::ChatML);
     std::vector<InputItem> items = {InputItem::message("user", "weather in Paris?")};

@@ -100,6 +100,43 @@ TEST_F(ResponsesHttp, SseEventsComeInProtocolOrderWithIncreasingSequenceNumbers)
     }
 }
 
+// A conversation continued past the context: refused by default, and with truncation "auto" its oldest turns
+// are dropped so the new turn fits. Both served test models are plain-text ones (no chat template); the
+// ChatML turn dropping is tested on tiny-qwen2's template in protocol_test.cpp.
+void expect_truncated_continuation(int port, const std::string& model, const std::string& filler) {
+    std::string text;
+    while (text.size() < 600) text += filler;  // ~150 tokens a turn; ctx is 512
+    std::string id;
+    for (int turn = 0; turn < 3; ++turn) {
+        json req = {{"model", model}, {"input", text}, {"temperature", 0}, {"max_output_tokens", 4}};
+        if (!id.empty()) req["previous_response_id"] = id;
+        HttpResult r = post_json(port, "/v1/responses", req);
+        if (r.status != 200) break;
+        id = r.json_body()["id"];
+    }
+    ASSERT_FALSE(id.empty());
+    json next = {{"model", model}, {"previous_response_id", id}, {"input", text}, {"temperature", 0}, {"max_output_tokens", 4}};
+    HttpResult refused = post_json(port, "/v1/responses", next);
+    ASSERT_EQ(refused.status, 400) << model << ": " << refused.body;
+    EXPECT_EQ(refused.json_body()["error"]["code"], "context_length_exceeded");
+    next["truncation"] = "auto";
+    HttpResult ok = post_json(port, "/v1/responses", next);
+    ASSERT_EQ(ok.status, 200) << model << ": " << ok.body;
+    const json usage = ok.json_body()["usage"];
+    EXPECT_LT(usage["input_tokens"].get<int>(), 512) << model;
+    EXPECT_GT(usage["input_tokens"].get<int>(), 150) << model << ": the new turn and what was kept of the history";
+    // The truncated conversation goes on: the next turn continues from it.
+    json after = {{"model", model}, {"previous_response_id", ok.json_body()["id"]}, {"input", "And then?"},
+                  {"temperature", 0}, {"max_output_tokens", 4}, {"truncation", "auto"}};
+    EXPECT_EQ(post_json(port, "/v1/responses", after).status, 200) << model;
+}
+
+TEST_F(ResponsesHttp, TruncationAutoDropsTheOldestTurnsOfAContinuedConversation) {
+    expect_truncated_continuation(port(), "stories", "The little dog ran to the park. ");
+    if (shared_exists("models/flint-tiny-code.gguf"))
+        expect_truncated_continuation(port(), "code", "int add(int a, int b) { return a + b; }\n");
+}
+
 TEST_F(ResponsesHttp, StoredResponseCanBeFetchedListedContinuedAndDeleted) {
     json first = post_json(port(), "/v1/responses", story(8)).json_body();
     std::string id = first["id"];

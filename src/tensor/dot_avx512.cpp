@@ -64,8 +64,6 @@ struct Q8_0W {
         // A missing second block must contribute 0: its (zero) activations already make it so.
         return v;
     }
-    template <bool kTail>
-    static __m512i load_signed(const Block* blk) { return load_q8_pair<kTail>(blk); }
 };
 
 // Nibbles of two blocks, unpacked in 256-bit halves (cheaper than a 512-bit cross-lane permute):
@@ -86,8 +84,6 @@ struct Q4_0W {
     static constexpr bool kPermuted = true;
     template <bool kTail>
     static __m512i load(const Block* blk) { return load_nibble_pair<kTail>(blk); }
-    template <bool kTail>
-    static __m512i load_signed(const Block* blk) { return _mm512_sub_epi8(load<kTail>(blk), _mm512_set1_epi8(kOffset)); }
 };
 
 struct Q5_0W {
@@ -106,9 +102,14 @@ struct Q5_0W {
         const __m512i v = load_nibble_pair<kTail>(blk);
         return _mm512_or_si512(v, _mm512_maskz_mov_epi8(__mmask64(bits), _mm512_set1_epi8(16)));
     }
-    template <bool kTail>
-    static __m512i load_signed(const Block* blk) { return _mm512_sub_epi8(load<kTail>(blk), _mm512_set1_epi8(kOffset)); }
 };
+
+// A block pair's signed levels (what the formats store minus their offset; Q8_0 stores them as they are).
+template <typename W, bool kTail>
+__m512i load_signed(const typename W::Block* blk) {
+    if constexpr (std::is_same_v<W, Q8_0W>) return load_q8_pair<kTail>(blk);
+    else return _mm512_sub_epi8(W::template load<kTail>(blk), _mm512_set1_epi8(W::kOffset));
+}
 
 // One activation block pair in the weight type's element order.
 template <typename W, bool kTail>
@@ -234,7 +235,7 @@ void stream_rows(int64_t nb, const void* w, size_t ws, int nr, const uint8_t* a,
                 const __m128 dw = halves2(wr[b].d, kTail ? 0 : wr[b + 1].d);
                 if constexpr (kWeightSide) {
                     // A missing second block: its levels pair with a + 128 = 128 and cancel against winit.
-                    const __m512i wv = W::template load_signed<kTail>(wr + b);
+                    const __m512i wv = load_signed<W, kTail>(wr + b);
                     const __m512i winit = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), k80, wv));
                     const __m512 dw16 = spread2<W::kPermuted>(dw);
                     for (int t = 0; t < T; ++t) {

@@ -12,29 +12,17 @@ std::string chat_cmd(const ServeProcess& s, const std::string& extra) {
     return std::string(FLINT_BINARY) + " chat --url " + s.ws_url() + " " + extra;
 }
 
-class ChatTest : public ::testing::Test {
-protected:
-    static void SetUpTestSuite() {
-        if (!shared_exists("models/stories260K.gguf") || !shared_exists("models/tiny-qwen2-f32.gguf")) return;
-        // The random-weight qwen2 model never says EOS, and its 152k-entry vocabulary makes it slow enough
-        // (~400 tok/s here) that its answer is still streaming when the test interrupts it, even on a
-        // loaded machine. (stories260K ends its story within ~40 ms; the code model's loops are drafted
-        // by prompt lookup at thousands of tokens per second.)
-        server_ = new ServeProcess("-m stories=" + shared_path("models/stories260K.gguf") + " -m qwen=" +
-                                   shared_path("models/tiny-qwen2-f32.gguf"));
+class ChatTest : public SharedServeSuite<ChatTest> {
+public:
+    static std::vector<std::string> required() { return {"models/stories260K.gguf", "models/tiny-qwen2-f32.gguf"}; }
+    // The random-weight qwen2 model never says EOS, and its 152k-entry vocabulary makes it slow enough
+    // (~400 tok/s here) that its answer is still streaming when the test interrupts it, even on a
+    // loaded machine. (stories260K ends its story within ~40 ms; the code model's loops are drafted
+    // by prompt lookup at thousands of tokens per second.)
+    static std::string serve_args() {
+        return "-m stories=" + shared_path("models/stories260K.gguf") + " -m qwen=" + shared_path("models/tiny-qwen2-f32.gguf");
     }
-    static void TearDownTestSuite() {
-        delete server_;
-        server_ = nullptr;
-    }
-    void SetUp() override {
-        FLINT_REQUIRE_SHARED("models/stories260K.gguf");
-        FLINT_REQUIRE_SHARED("models/tiny-qwen2-f32.gguf");
-        ASSERT_GT(server_->port(), 0) << "flint serve did not start";
-    }
-    static ServeProcess* server_;
 };
-ServeProcess* ChatTest::server_ = nullptr;
 
 TEST_F(ChatTest, StreamsAnAnswerAndChainsTheNextTurnOnTheCachedPrefix) {
     Pty p(chat_cmd(*server_, "--model stories -n 24 --temp 0"));

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <fcntl.h>
 #include <poll.h>
@@ -14,6 +15,8 @@
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
+
+#include <gtest/gtest.h>
 
 #include "cli/cli_test_util.h"
 #include "test_paths.h"
@@ -90,6 +93,30 @@ private:
     pid_t pid_ = -1;
     int fd_ = -1;
     int port_ = 0;
+};
+
+// A test suite sharing one `flint serve` process, started once for the suite: derive as
+// `class S : public SharedServeSuite<S>` and give S `static std::vector<std::string> required()` (the
+// ../shared files it needs) and `static std::string serve_args()`. A derived SetUp calls this one first
+// and returns when it skipped or failed.
+template <typename Suite>
+class SharedServeSuite : public ::testing::Test {
+protected:
+    static void SetUpTestSuite() {
+        for (const std::string& rel : Suite::required())
+            if (!shared_exists(rel)) return;
+        server_ = new ServeProcess(Suite::serve_args());
+    }
+    static void TearDownTestSuite() {
+        delete server_;
+        server_ = nullptr;
+    }
+    void SetUp() override {
+        for (const std::string& rel : Suite::required()) FLINT_REQUIRE_SHARED(rel);
+        ASSERT_GT(server_->port(), 0) << "flint serve did not start";
+    }
+    bool stopped() const { return IsSkipped() || HasFatalFailure(); }
+    static inline ServeProcess* server_ = nullptr;
 };
 
 // A command in a pseudo-terminal (what a person at a terminal sees and types).

@@ -10,19 +10,15 @@ namespace {
 namespace fs = std::filesystem;
 const std::string kOriginal = "def add(a, b):\n    return a + b\n\n\nprint(add(1, 2))\n";
 
-class EditTest : public ::testing::Test {
+class EditTest : public SharedServeSuite<EditTest> {
+public:
+    static std::vector<std::string> required() { return {"models/stories260K.gguf"}; }
+    static std::string serve_args() { return "--api-key k1"; }
+
 protected:
-    static void SetUpTestSuite() {
-        if (!shared_exists("models/stories260K.gguf")) return;
-        server_ = new ServeProcess("--api-key k1");
-    }
-    static void TearDownTestSuite() {
-        delete server_;
-        server_ = nullptr;
-    }
     void SetUp() override {
-        FLINT_REQUIRE_SHARED("models/stories260K.gguf");
-        ASSERT_GT(server_->port(), 0);
+        SharedServeSuite::SetUp();
+        if (stopped()) return;
         dir_ = temp_dir("edit");
         file_ = dir_ + "/add.py";
         write_file(file_, kOriginal);
@@ -35,10 +31,8 @@ protected:
                          dir_ + "/err.txt");
     }
     std::string err() const { return read_text(dir_ + "/err.txt"); }
-    static ServeProcess* server_;
     std::string dir_, file_;
 };
-ServeProcess* EditTest::server_ = nullptr;
 
 TEST_F(EditTest, ShowsTheDiffAndLeavesTheFileAloneWhenNotConfirmed) {
     auto r = edit("", "n");
@@ -118,26 +112,20 @@ TEST_F(EditTest, BadInputFailsWithAMessageAndTheFileUntouched) {
     }
 }
 
-class CompleteTest : public ::testing::Test {
+class CompleteTest : public SharedServeSuite<CompleteTest> {
+public:
+    static std::vector<std::string> required() { return {"models/flint-tiny-code.gguf"}; }
+    static std::string serve_args() { return "-m code=" + shared_path("models/flint-tiny-code.gguf"); }
+
 protected:
-    static void SetUpTestSuite() {
-        if (!shared_exists("models/flint-tiny-code.gguf")) return;
-        server_ = new ServeProcess("-m code=" + shared_path("models/flint-tiny-code.gguf"));
-    }
-    static void TearDownTestSuite() {
-        delete server_;
-        server_ = nullptr;
-    }
     void SetUp() override {
-        FLINT_REQUIRE_SHARED("models/flint-tiny-code.gguf");
-        ASSERT_GT(server_->port(), 0);
+        SharedServeSuite::SetUp();
+        if (stopped()) return;
         dir_ = temp_dir("complete");
     }
     void TearDown() override { fs::remove_all(dir_); }
-    static ServeProcess* server_;
     std::string dir_;
 };
-ServeProcess* CompleteTest::server_ = nullptr;
 
 TEST_F(CompleteTest, FillsTheMiddleAtTheCursorLikeTheEngineDoes) {
     const std::string prefix = "import os\n\n\ndef main():\n    for name in os.listdir(\".\"):\n        ";

@@ -369,12 +369,10 @@ struct Runtime::Impl {
         auto t0 = Clock::now();
         forward(model, batch, *kv, scratch, pool.get(), logits.data());
         const double step_ms = ms_between(t0, Clock::now());
-        int batch_tokens = 0;
+        int batch_tokens = 0;  // tokens fed to this step, all entries together
         for (const Entry& e : entries) batch_tokens += e.n;
         steps_total++;
-        int fed = 0;
-        for (const Entry& e : entries) fed += e.n;
-        ms_per_token = step_ms / fed;
+        ms_per_token = step_ms / batch_tokens;
         std::vector<uint64_t> ids;
         size_t row = 0;
         const size_t V = model.config.n_vocab;

@@ -75,6 +75,7 @@ public:
     const uint8_t* base() const { return base_; }
     // Where the bytes live (empty for parse()d buffers).
     const MappedFile& mapping() const { return map_; }
+    MappedFile& mapping() { return map_; }  // e.g. to rewrite tensors in place (MappedFile::modify)
 
     // Metadata, in file order.
     const std::vector<std::pair<std::string, Value>>& metadata() const { return kv_; }

@@ -328,6 +328,7 @@ void File::parse_all() {
         ti.n_elements = n;
         uint32_t type = c.read<uint32_t>(what + " type");
         auto tr = dtype_traits(type);
+        if (tr && !is_file_type(static_cast<DType>(type))) tr.reset();  // flint's in-memory layouts
         if (!tr) fail(name_, ": ", what, ": unknown tensor type ", type, " (expected one of ", known_types(), ")");
         ti.type = static_cast<DType>(type);
         if (ti.dim(0) % tr->block_elems != 0)

@@ -259,6 +259,7 @@ uint32_t Writer::alignment() const {
 uint64_t Writer::tensor_bytes(std::string_view name, DType type, const std::vector<uint64_t>& dims) {
     auto tr = dtype_traits(static_cast<uint32_t>(type));
     if (!tr) fail("tensor '", name, "': unknown tensor type ", static_cast<uint32_t>(type));
+    if (!is_file_type(type)) fail("tensor '", name, "': ", tr->name, " is an in-memory layout, not a file type");
     if (dims.empty() || dims.size() > kMaxDims)
         fail("tensor '", name, "': ", dims.size(), " dimensions (expected 1 to ", kMaxDims, ")");
     uint64_t n = 1;

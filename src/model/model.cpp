@@ -13,7 +13,9 @@ std::shared_ptr<Model> Model::from_file(std::shared_ptr<gguf::File> file) {
 }
 
 std::shared_ptr<Model> Model::load(const std::string& path, Residency residency) {
-    return from_file(gguf::File::open(path, residency));
+    auto m = from_file(gguf::File::open(path, residency));
+    m->file->mapping().modify([&](uint8_t*) { m->repacked = repack_matrices(m->weights); });
+    return m;
 }
 
 }  // namespace flint

@@ -17,10 +17,12 @@ struct Model {
     ModelConfig config;
     ModelWeights weights;
     std::vector<std::vector<float>> owned;  // f32 copies of small vectors stored in other types
+    int repacked = 0;  // matrices rewritten at load for this CPU's kernels (tensor/repack.h)
 
     // Loads and validates a GGUF model; throws flint::Error with the file, tensor and shapes on mismatch.
     // The bytes go onto huge pages by default (decode reads every weight per token: see
-    // util/huge_pages.h); Residency::Map keeps them in the page cache, zero-copy.
+    // util/huge_pages.h) and, where this CPU has faster kernels for another layout, repacked in place
+    // (tensor/repack.h); Residency::Map keeps them in the page cache, zero-copy, as the file has them.
     static std::shared_ptr<Model> load(const std::string& path, Residency residency = Residency::HugePages);
     static std::shared_ptr<Model> from_file(std::shared_ptr<gguf::File> file);
 };

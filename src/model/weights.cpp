@@ -1,10 +1,12 @@
 #include "model/weights.h"
 
 #include <cstring>
+#include <map>
 #include <string>
 
 #include "gguf/gguf.h"
 #include "tensor/quant.h"
+#include "tensor/repack.h"
 #include "util/error.h"
 
 namespace flint {
@@ -72,6 +74,27 @@ const float* opt_vec(const gguf::File& f, const std::string& name, int64_t n, st
 }
 
 }  // namespace
+
+int repack_matrices(ModelWeights& w) {
+    std::vector<WeightView*> views = {&w.token_embd, &w.output};
+    for (LayerWeights& L : w.layers)
+        for (WeightView* v : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) views.push_back(v);
+    std::map<const void*, DType> done;  // data -> its new layout (a tied matrix appears twice)
+    int n = 0;
+    for (WeightView* v : views) {
+        if (auto it = done.find(v->data); it != done.end()) {
+            v->type = it->second;
+            continue;
+        }
+        const auto to = repack_target(v->type, v->rows, v->cols);
+        if (!to) continue;
+        repack_rows(v->type, *to, const_cast<void*>(v->data), v->rows, v->cols);
+        done[v->data] = *to;
+        v->type = *to;
+        ++n;
+    }
+    return n;
+}
 
 ModelWeights bind_weights(const gguf::File& f, const ModelConfig& c, std::vector<std::vector<float>>& owned) {
     ModelWeights w;

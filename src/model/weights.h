@@ -30,6 +30,11 @@ struct ModelWeights {
     size_t matrix_bytes = 0;           // bytes read per decode step (all matrices, output once)
 };
 
+// Rewrites the matrices whose type the active kernels read faster in another layout (tensor/repack.h),
+// in place, and updates their views; tied matrices once. The bytes must be writable (MappedFile::modify).
+// Returns how many matrices were repacked.
+int repack_matrices(ModelWeights& w);
+
 // Binds every tensor with shape checks ("tensor blk.3.attn_q.weight: expected [64, 64] got [64, 32]").
 // `owned` receives the f32 copies of vectors that were not stored as f32.
 ModelWeights bind_weights(const gguf::File& f, const ModelConfig& c, std::vector<std::vector<float>>& owned);

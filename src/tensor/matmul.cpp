@@ -14,6 +14,8 @@
 
 #include "tensor/kernels.h"
 #include "tensor/quant.h"
+#include "tensor/quant_internal.h"
+#include "tensor/repack.h"
 #include "tensor/thread_pool.h"
 #include "util/error.h"
 
@@ -107,6 +109,8 @@ void check_weight(const WeightView& w) {
         fail("matmul: ", dtype_name(w.type), " weight [", w.rows, ", ", w.cols, "]: cols must be a positive multiple of ",
              tr->block_elems);
     if (!w.data && w.rows > 0) fail("matmul: weight has no data");
+    if ((w.type == DType::Q8_0_R4 || w.type == DType::Q4_0_R4) && w.rows % 4 != 0)
+        fail("matmul: ", dtype_name(w.type), " weight [", w.rows, ", ", w.cols, "]: rows must be a multiple of 4");
 }
 
 // Activation scratch, reused across calls (grows, never shrinks): no allocation per step.
@@ -135,9 +139,18 @@ struct MatmulJob {
     std::atomic<int64_t> next_chunk{0};
 
     void quantize_tokens(int64_t t0, int64_t t1) const {
+        thread_local std::vector<BlockQ8_0> q8;  // Q8_0S: the Q8_0 row before widening
         for (int64_t t = t0; t < t1; ++t) {
-            if (act_type == DType::Q8_0) k->quantize_q8_0(x + t * cols, reinterpret_cast<BlockQ8_0*>(q + t * a_stride), cols);
-            else k->quantize_q8_k(x + t * cols, reinterpret_cast<BlockQ8_K*>(q + t * a_stride), cols);
+            uint8_t* out = q + t * a_stride;
+            if (act_type == DType::Q8_0) {
+                k->quantize_q8_0(x + t * cols, reinterpret_cast<BlockQ8_0*>(out), cols);
+            } else if (act_type == DType::Q8_0_S) {
+                if (q8.size() < size_t(cols / QK)) q8.resize(size_t(cols / QK));
+                k->quantize_q8_0(x + t * cols, q8.data(), cols);
+                widen_q8_0s(q8.data(), reinterpret_cast<BlockQ8_0S*>(out), cols / QK);
+            } else {
+                k->quantize_q8_k(x + t * cols, reinterpret_cast<BlockQ8_K*>(out), cols);
+            }
         }
     }
 
@@ -203,8 +216,7 @@ void matmul(const WeightView& w, const float* x, int64_t n_tokens, float* y, Thr
 
 void get_row(const WeightView& w, int64_t row, float* out) {
     if (row < 0 || row >= w.rows) fail("get_row: row ", row, " out of range [0, ", w.rows, ")");
-    const size_t stride = row_bytes(w.type, size_t(w.cols));
-    dequantize_row_ref(w.type, static_cast<const uint8_t*>(w.data) + size_t(row) * stride, out, w.cols);
+    dequantize_matrix_row(w.type, w.data, row, w.cols, out);
 }
 
 }  // namespace flint

@@ -42,6 +42,16 @@ void quantize_q8_0(const float* x, BlockQ8_0* y, int64_t n) {
     }
 }
 
+void widen_q8_0s(const BlockQ8_0* x, BlockQ8_0S* y, int64_t n_blocks) {
+    for (int64_t b = 0; b < n_blocks; ++b) {
+        int32_t sum = 0;
+        for (int i = 0; i < QK; ++i) sum += x[b].qs[i];
+        std::memcpy(y[b].qs, x[b].qs, QK);
+        y[b].d = fp16_to_fp32(x[b].d);
+        y[b].sum = sum;
+    }
+}
+
 void quantize_q4_0(const float* x, BlockQ4_0* y, int64_t n) {
     for (int64_t b = 0; b < n / QK; ++b, x += QK) {
         const float d = stored_scale(signed_absmax(x, QK) / -8.0f, y[b].d);

@@ -57,6 +57,10 @@ HugeBuffer& HugeBuffer::operator=(HugeBuffer&& o) noexcept {
     return *this;
 }
 
+void HugeBuffer::unseal() {
+    if (data_) ::mprotect(data_, round_up(size_, size_t(4096)), PROT_READ | PROT_WRITE);
+}
+
 void HugeBuffer::seal() {
     if (data_) ::mprotect(data_, round_up(size_, size_t(4096)), PROT_READ);
 }

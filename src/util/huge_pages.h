@@ -24,6 +24,8 @@ public:
     size_t size() const { return size_; }
     // Makes the buffer read-only (after filling it): a stray write then faults instead of corrupting.
     void seal();
+    // Makes a sealed buffer writable again (a load-time rewrite, e.g. tensor/repack.h); seal() after.
+    void unseal();
     // Bytes of the buffer the kernel currently backs with huge pages (from /proc/self/smaps; 0 if unknown).
     size_t huge_page_bytes() const;
 

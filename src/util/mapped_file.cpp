@@ -56,6 +56,19 @@ MappedFile::MappedFile(const std::string& path, Residency residency) : path_(pat
     ::close(fd);
 }
 
+bool MappedFile::modify(const std::function<void(uint8_t* data)>& fn) {
+    if (!copy_.data()) return false;
+    copy_.unseal();
+    try {
+        fn(copy_.data());
+    } catch (...) {
+        copy_.seal();
+        throw;
+    }
+    copy_.seal();
+    return true;
+}
+
 MappedFile::~MappedFile() {
     if (data_ && !copy_.data()) ::munmap(const_cast<uint8_t*>(data_), size_);
 }

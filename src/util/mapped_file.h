@@ -5,6 +5,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "util/huge_pages.h"
@@ -30,6 +31,9 @@ public:
     Residency residency() const { return copy_.data() ? Residency::HugePages : Residency::Map; }
     // Bytes on huge pages right now (0 for a map, or when the kernel gave 4 KiB pages).
     size_t huge_page_bytes() const { return copy_.huge_page_bytes(); }
+    // Residency::HugePages: runs fn with the bytes writable, then makes them read-only again, and returns
+    // true. A map (shared with the page cache) is never written: returns false without calling fn.
+    bool modify(const std::function<void(uint8_t* data)>& fn);
 
 private:
     std::string path_;

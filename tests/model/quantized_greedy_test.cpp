@@ -1,11 +1,14 @@
 // Quantized stories260K keeps greedy output close to the f32 model's. The measured agreement (tokens
 // identical before the first divergence, over 3 prompts x 100 tokens) is printed and bounded below.
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 
 #include <gtest/gtest.h>
 
 #include "gguf/gguf_quantize.h"
+#include "tensor/matmul.h"
 #include "model_test_util.h"
 #include "sample/sampler.h"
 #include "test_paths.h"
@@ -63,6 +66,46 @@ TEST(QuantizedGreedy, Stories260KStaysCloseToF32) {
         std::printf("stories260K %s: %d / 300 greedy tokens agree with f32 before the first divergence\n",
                     std::string(dtype_name(c.type)).c_str(), agree);
         EXPECT_GE(agree, c.min_agree) << dtype_name(c.type);
+        std::filesystem::remove(out);
+    }
+}
+
+// Loaded onto huge pages, a Q8_0 / Q4_0 model is repacked for the AVX-512 kernels (tensor/repack.h);
+// mapped, it runs on the file's layout. The logits of a prompt agree within the two kernels' rounding
+// and the greedy continuation is the same.
+TEST(QuantizedGreedy, RepackedWeightsGiveTheFileLayoutsLogits) {
+    FLINT_REQUIRE_SHARED("models/stories260K.gguf");
+    const std::string src = shared_path("models/stories260K.gguf");
+    auto tok = Tokenizer::from_gguf(*Model::load(src, Residency::Map)->file);
+    for (DType type : {DType::Q8_0, DType::Q4_0}) {
+        const std::string out = ::testing::TempDir() + "/stories260K-repack-" + std::string(dtype_name(type)) + ".gguf";
+        gguf::QuantizeOptions o;
+        o.target = type;
+        o.threads = 1;
+        gguf::quantize_file(src, out, o);
+        auto mapped = Model::load(out, Residency::Map);
+        auto packed = Model::load(out, Residency::HugePages);
+        EXPECT_EQ(0, mapped->repacked);
+        if (active_isa() == Isa::AVX512) {
+            // every matrix the quantizer made `type` (the tied embedding/output counts once)
+            const ModelWeights& mw = mapped->weights;
+            int expected = (mw.token_embd.type == type) + (mw.output.data != mw.token_embd.data && mw.output.type == type);
+            for (const LayerWeights& L : mw.layers)
+                for (const WeightView* v : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) expected += v->type == type;
+            EXPECT_GT(expected, 0);
+            EXPECT_EQ(expected, packed->repacked) << dtype_name(type);
+            EXPECT_NE(packed->weights.layers[0].wq.type, type);
+        }
+        auto p = tok->encode("Once upon a time, there was a little girl named Lily.", true, false);
+        Runner a(mapped, 128), b(packed, 128);
+        auto la = a.run(p, 0, Logits::All), lb = b.run(p, 0, Logits::All);
+        ASSERT_EQ(la.size(), lb.size());
+        float worst = 0;
+        for (size_t i = 0; i < la.size(); ++i) worst = std::max(worst, std::fabs(la[i] - lb[i]));
+        std::printf("stories260K %s: repacked vs file layout, max |logit difference| %.2e\n",
+                    std::string(dtype_name(type)).c_str(), worst);
+        EXPECT_LT(worst, 1e-3f) << dtype_name(type);
+        EXPECT_EQ(greedy(mapped, p, 40), greedy(packed, p, 40)) << dtype_name(type);
         std::filesystem::remove(out);
     }
 }

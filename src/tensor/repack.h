@@ -1,0 +1,29 @@
+// flint/tensor/repack.h — weights rearranged once at load time for the kernels that read them.
+//
+// GGUF stores a Q8_0 / Q4_0 matrix row by row in 34- / 18-byte blocks: a kernel reading one row needs two
+// unaligned loads, an insert and two fp16 scale loads per 64 weights, and decode ran compute-bound at
+// ~13 GB/s per core (BENCHMARKS.md, Engine). The _R4 layouts put four rows' block b side by side
+// (quant.h, BlockQ8_0R4): one VPDPBUSD then covers 16 weights of each of the four rows against one
+// broadcast activation block, the levels are already unsigned, and the four scales are one 8-byte load.
+// Same bytes per row as the file (so a matrix is rewritten in place), same integer block dots and f32
+// scale products as the GGUF-layout kernels.
+#pragma once
+#include <cstdint>
+#include <optional>
+
+#include "tensor/dtype.h"
+
+namespace flint {
+
+// The layout the active kernels want a `rows` x `cols` matrix of type t in, or nullopt to keep the
+// file's (no faster kernel for t on this CPU, or rows not a multiple of 4).
+std::optional<DType> repack_target(DType t, int64_t rows, int64_t cols);
+
+// Rewrites `rows` rows of type `from` (Q8_0 or Q4_0, rows a multiple of 4) in place as `to`
+// (Q8_0_R4 / Q4_0_R4); the bytes used stay the same.
+void repack_rows(DType from, DType to, void* data, int64_t rows, int64_t cols);
+
+// Row `row` of a matrix stored in layout t (a file type or an _R4 layout) as f32: out[cols].
+void dequantize_matrix_row(DType t, const void* data, int64_t row, int64_t cols, float* out);
+
+}  // namespace flint

@@ -1,0 +1,151 @@
+// The four-row layouts (tensor/repack.h): repacking keeps every value, the scalar kernel on the repacked
+// bytes gives the file layout's scalar results bit for bit, the SIMD kernels agree with it within the
+// format's rounding and give a token the same bits whatever batch it is in, and internal layouts never
+// reach a file.
+#include <cmath>
+#include <cstring>
+#include <optional>
+
+#include <gtest/gtest.h>
+
+#include "gguf/gguf_writer.h"
+#include "tensor/repack.h"
+#include "tensor/thread_pool.h"
+#include "tensor_test_util.h"
+#include "util/error.h"
+
+using namespace flint;
+using namespace flint::test;
+
+namespace {
+
+struct Pair { DType file, packed; };
+const Pair kPairs[] = {{DType::Q8_0, DType::Q8_0_R4}, {DType::Q4_0, DType::Q4_0_R4}};
+
+struct Packed {
+    std::vector<uint8_t> file, packed;
+};
+
+Packed make(Pair p, int64_t rows, int64_t cols, uint32_t seed) {
+    Packed m;
+    m.file = quantize_matrix(p.file, random_floats(size_t(rows * cols), seed), rows, cols);
+    m.packed = m.file;
+    repack_rows(p.file, p.packed, m.packed.data(), rows, cols);
+    return m;
+}
+
+}  // namespace
+
+TEST(Repack, EveryRowDequantizesToTheFileRow) {
+    for (Pair p : kPairs) {
+        const int64_t rows = 12, cols = 96;
+        Packed m = make(p, rows, cols, 1);
+        EXPECT_NE(0, std::memcmp(m.file.data(), m.packed.data(), m.file.size())) << "the bytes did move";
+        std::vector<float> a(cols), b(cols), c(cols);
+        for (int64_t r = 0; r < rows; ++r) {
+            dequantize_row_ref(p.file, m.file.data() + size_t(r) * row_bytes(p.file, cols), a.data(), cols);
+            dequantize_matrix_row(p.packed, m.packed.data(), r, cols, b.data());
+            get_row(WeightView{p.packed, m.packed.data(), rows, cols}, r, c.data());
+            ASSERT_EQ(0, std::memcmp(a.data(), b.data(), sizeof(float) * cols)) << dtype_name(p.packed) << " row " << r;
+            ASSERT_EQ(0, std::memcmp(a.data(), c.data(), sizeof(float) * cols)) << dtype_name(p.packed) << " row " << r;
+        }
+    }
+}
+
+TEST(Repack, ScalarKernelGivesTheFileLayoutsBits) {
+    IsaGuard guard;
+    set_isa(Isa::Scalar);
+    for (Pair p : kPairs) {
+        const int64_t rows = 16, cols = 256, n = 5;
+        Packed m = make(p, rows, cols, 2);
+        auto x = random_floats(size_t(n * cols), 3);
+        std::vector<float> y_file(size_t(n * rows)), y_packed(size_t(n * rows));
+        matmul(WeightView{p.file, m.file.data(), rows, cols}, x.data(), n, y_file.data(), nullptr);
+        matmul(WeightView{p.packed, m.packed.data(), rows, cols}, x.data(), n, y_packed.data(), nullptr);
+        EXPECT_EQ(0, std::memcmp(y_file.data(), y_packed.data(), sizeof(float) * y_file.size())) << dtype_name(p.packed);
+    }
+}
+
+TEST(Repack, EveryIsaMatchesTheScalarReference) {
+    IsaGuard guard;
+    ThreadPool pool(2);
+    for (Pair p : kPairs) {
+        for (int64_t cols : {int64_t(32), int64_t(96), int64_t(896), int64_t(4864)}) {
+            const int64_t rows = 40;
+            Packed m = make(p, rows, cols, 4 + uint32_t(cols));
+            const WeightView wv{p.packed, m.packed.data(), rows, cols};
+            for (int64_t n : {1, 3, 8, 9, 17, 64, 300}) {
+                auto x = random_floats(size_t(n * cols), 5 + uint32_t(n));
+                std::vector<float> ref(size_t(n * rows)), got(size_t(n * rows)), mag(size_t(n * rows));
+                // Tolerance: the kernels differ only in the order of f32 additions, so relative to sum |terms|.
+                std::vector<float> wr(cols);
+                for (int64_t r = 0; r < rows; ++r) {
+                    dequantize_matrix_row(p.packed, m.packed.data(), r, cols, wr.data());
+                    for (int64_t t = 0; t < n; ++t)
+                        for (int64_t c = 0; c < cols; ++c) mag[t * rows + r] += std::fabs(wr[c] * x[t * cols + c]);
+                }
+                set_isa(Isa::Scalar);
+                matmul(wv, x.data(), n, ref.data(), nullptr);
+                for (Isa isa : available_isas()) {
+                    set_isa(isa);
+                    matmul(wv, x.data(), n, got.data(), &pool);
+                    for (size_t i = 0; i < ref.size(); ++i)
+                        ASSERT_NEAR(ref[i], got[i], 1e-5f * mag[i] + 1e-6f)
+                            << isa_name(isa) << " " << dtype_name(p.packed) << " cols " << cols << " n " << n << " at " << i;
+                }
+            }
+        }
+    }
+}
+
+TEST(Repack, ATokenGetsTheSameBitsInAnyBatch) {
+    IsaGuard guard;
+    ThreadPool pool(2);
+    for (Isa isa : available_isas()) {
+        set_isa(isa);
+        for (Pair p : kPairs) {
+            const int64_t rows = 36, cols = 896;
+            Packed m = make(p, rows, cols, 6);
+            const WeightView wv{p.packed, m.packed.data(), rows, cols};
+            for (int64_t n : {2, 5, 8, 9, 17, 33, 300}) {
+                auto x = random_floats(size_t(n * cols), 7 + uint32_t(n));
+                std::vector<float> batched(size_t(n * rows)), single(static_cast<size_t>(rows));
+                matmul(wv, x.data(), n, batched.data(), &pool);
+                for (int64_t k = 0; k < n; ++k) {
+                    matmul(wv, x.data() + k * cols, 1, single.data(), &pool);
+                    ASSERT_EQ(0, std::memcmp(single.data(), batched.data() + k * rows, sizeof(float) * rows))
+                        << isa_name(isa) << " " << dtype_name(p.packed) << " batch " << n << " token " << k;
+                }
+            }
+        }
+    }
+}
+
+TEST(Repack, TargetOnlyWhereTheKernelsHaveAFasterLayout) {
+    IsaGuard guard;
+    set_isa(Isa::Scalar);
+    EXPECT_FALSE(repack_target(DType::Q8_0, 64, 64));  // the scalar kernels read the file's layout
+    if (best_isa() == Isa::AVX512) {
+        set_isa(Isa::AVX512);
+        EXPECT_EQ(std::optional(DType::Q8_0_R4), repack_target(DType::Q8_0, 64, 64));
+        EXPECT_EQ(std::optional(DType::Q4_0_R4), repack_target(DType::Q4_0, 64, 64));
+        EXPECT_FALSE(repack_target(DType::Q8_0, 62, 64));  // not whole groups of four rows
+        EXPECT_FALSE(repack_target(DType::Q6_K, 64, 256));
+        EXPECT_FALSE(repack_target(DType::F16, 64, 64));
+    }
+}
+
+TEST(Repack, RefusesWhatItCannotRepack) {
+    std::vector<uint8_t> buf(row_bytes(DType::Q8_0, 64) * 8);
+    EXPECT_THROW(repack_rows(DType::Q8_0, DType::Q4_0_R4, buf.data(), 8, 64), Error);
+    EXPECT_THROW(repack_rows(DType::Q6_K, DType::Q8_0_R4, buf.data(), 1, 256), Error);
+    EXPECT_THROW(repack_rows(DType::Q8_0, DType::Q8_0_R4, buf.data(), 6, 64), Error);
+    std::vector<float> y(6 * 2), x(2 * 64);
+    EXPECT_THROW(matmul(WeightView{DType::Q8_0_R4, buf.data(), 6, 64}, x.data(), 2, y.data(), nullptr), Error);
+}
+
+TEST(Repack, InternalLayoutsNeverReachAFile) {
+    gguf::Writer w;
+    std::vector<uint8_t> data(row_bytes(DType::Q8_0, 32) * 4);
+    EXPECT_THROW(w.add_tensor("t", DType::Q8_0_R4, {32, 4}, data), Error);
+}

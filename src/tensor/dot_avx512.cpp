@@ -442,7 +442,7 @@ void fill_avx512(KernelSet& k) {
     // Every kernel here walks rows one after another for a handful of tokens (the K-quants always do).
     for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q5_0, DType::Q4_K, DType::Q5_K, DType::Q6_K})
         k.stream_tokens[id(t)] = kStreamTokens;
-    fill_avx512_r4(k);
+    fill_avx512_r16(k);
 }
 
 }  // namespace flint::detail

@@ -120,39 +120,38 @@ void tile_scalar(int64_t cols, const void* w, size_t w_stride, int nr, const voi
                                  reinterpret_cast<const A*>(static_cast<const char*>(a) + t * a_stride));
 }
 
-// Row k (0..3) of a group of four repacked rows: the same block dots and the same f32 products, in
+// Row i (0..15) of a group of sixteen repacked rows: the same block dots and the same f32 products, in
 // the same order, as dot_q8_0 / dot_q4_0 on the file's layout (Q8_0S carries Q8_0's rounded scale).
-float dot_q8_0r4(int64_t cols, const BlockQ8_0R4* w, int k, const BlockQ8_0S* a) {
+float dot_q8_0r16(int64_t cols, const BlockQ8_0R16* w, int i, const BlockQ8_0S* a) {
     float sum = 0;
     for (int64_t b = 0; b < cols / QK; ++b) {
         int isum = 0;
-        for (int i = 0; i < QK / 2; ++i)
-            isum += (int(w[b].qs[16 * k + i]) - 128) * a[b].qs[i] + (int(w[b].qs[64 + 16 * k + i]) - 128) * a[b].qs[QK / 2 + i];
-        sum += fp16_to_fp32(w[b].d[k]) * a[b].d * float(isum);
+        for (int e = 0; e < QK; ++e) isum += (int(w[b].qs[64 * (e / 4) + 4 * i + e % 4]) - 128) * a[b].qs[e];
+        sum += fp16_to_fp32(w[b].d[i]) * a[b].d * float(isum);
     }
     return sum;
 }
 
-float dot_q4_0r4(int64_t cols, const BlockQ4_0R4* w, int k, const BlockQ8_0S* a) {
+float dot_q4_0r16(int64_t cols, const BlockQ4_0R16* w, int i, const BlockQ8_0S* a) {
     float sum = 0;
     for (int64_t b = 0; b < cols / QK; ++b) {
         int isum = 0;
         for (int j = 0; j < QK / 2; ++j) {
-            const uint8_t q = w[b].qs[16 * k + j];
+            const uint8_t q = w[b].qs[64 * (j / 4) + 4 * i + j % 4];
             isum += ((q & 0xf) - 8) * a[b].qs[j] + ((q >> 4) - 8) * a[b].qs[j + QK / 2];
         }
-        sum += fp16_to_fp32(w[b].d[k]) * a[b].d * float(isum);
+        sum += fp16_to_fp32(w[b].d[i]) * a[b].d * float(isum);
     }
     return sum;
 }
 
 template <typename W, float (*Dot)(int64_t, const W*, int, const BlockQ8_0S*)>
-void tile_scalar_r4(int64_t cols, const void* w, size_t w_stride, int nr, const void* a, size_t a_stride, int nt,
-                    float* y, int64_t ldy) {
+void tile_scalar_r16(int64_t cols, const void* w, size_t w_stride, int nr, const void* a, size_t a_stride, int nt,
+                     float* y, int64_t ldy) {
     for (int t = 0; t < nt; ++t)
         for (int r = 0; r < nr; ++r)
-            y[t * ldy + r] = Dot(cols, reinterpret_cast<const W*>(static_cast<const char*>(w) + (r / 4) * 4 * w_stride), r % 4,
-                                 reinterpret_cast<const BlockQ8_0S*>(static_cast<const char*>(a) + t * a_stride));
+            y[t * ldy + r] = Dot(cols, reinterpret_cast<const W*>(static_cast<const char*>(w) + (r / 16) * 16 * w_stride),
+                                 r % 16, reinterpret_cast<const BlockQ8_0S*>(static_cast<const char*>(a) + t * a_stride));
 }
 
 constexpr int id(DType t) { return static_cast<int>(t); }
@@ -163,7 +162,7 @@ DType activation_type(DType w) {
     switch (w) {
         case DType::Q4_0: case DType::Q5_0: case DType::Q8_0: return DType::Q8_0;
         case DType::Q4_K: case DType::Q5_K: case DType::Q6_K: return DType::Q8_K;
-        case DType::Q8_0_R4: case DType::Q4_0_R4: return DType::Q8_0_S;
+        case DType::Q8_0_R16: case DType::Q4_0_R16: return DType::Q8_0_S;
         default: return DType::F32;
     }
 }
@@ -178,8 +177,10 @@ void fill_scalar(KernelSet& k) {
     k.tile[id(DType::Q4_K)] = tile_scalar<BlockQ4_K, BlockQ8_K, dot_q4_k>;
     k.tile[id(DType::Q5_K)] = tile_scalar<BlockQ5_K, BlockQ8_K, dot_q5_k>;
     k.tile[id(DType::Q6_K)] = tile_scalar<BlockQ6_K, BlockQ8_K, dot_q6_k>;
-    k.tile[id(DType::Q8_0_R4)] = tile_scalar_r4<BlockQ8_0R4, dot_q8_0r4>;
-    k.tile[id(DType::Q4_0_R4)] = tile_scalar_r4<BlockQ4_0R4, dot_q4_0r4>;
+    k.tile[id(DType::Q8_0_R16)] = tile_scalar_r16<BlockQ8_0R16, dot_q8_0r16>;
+    k.tile[id(DType::Q4_0_R16)] = tile_scalar_r16<BlockQ4_0R16, dot_q4_0r16>;
+    k.group_rows[id(DType::Q8_0_R16)] = 16;
+    k.group_rows[id(DType::Q4_0_R16)] = 16;
     k.quantize_q8_0 = quantize_q8_0;
     k.quantize_q8_k = quantize_q8_k;
     k.dot_f32 = dot_f32_scalar;

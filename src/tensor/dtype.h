@@ -31,9 +31,9 @@ enum class DType : uint32_t {
     BF16 = 30,
     // flint's own layouts, never read from or written to a file (ids above GGUF's range; the GGUF
     // reader and writer refuse them, see is_file_type). Made at load time by tensor/repack.h.
-    Q8_0_R4 = 100,  // Q8_0 rows repacked four at a time (BlockQ8_0R4)
-    Q4_0_R4 = 101,  // Q4_0 rows repacked four at a time (BlockQ4_0R4)
-    Q8_0_S = 102,   // activations for the _R4 kernels: Q8_0 with an f32 scale and the block's sum
+    Q8_0_R16 = 100,  // Q8_0 rows repacked sixteen at a time (BlockQ8_0R16)
+    Q4_0_R16 = 101,  // Q4_0 rows repacked sixteen at a time (BlockQ4_0R16)
+    Q8_0_S = 102,   // activations for the _R16 kernels: Q8_0 with an f32 scale and the block's sum
 };
 // Types above this id are internal (indexes of the kernel tables run up to it).
 constexpr uint32_t kMaxDTypeId = 128;
@@ -53,7 +53,7 @@ std::string_view dtype_name(DType t);
 // Parses "q8_0", "Q8_0", "f16"...; nullopt when unknown.
 std::optional<DType> dtype_from_name(std::string_view name);
 
-// Bytes for a row of n elements (for the _R4 layouts: a quarter of four rows' bytes); n must be a multiple of block_elems (checked by callers).
+// Bytes for a row of n elements (for the _R16 layouts: a sixteenth of sixteen rows' bytes); n must be a multiple of block_elems (checked by callers).
 inline size_t row_bytes(DType t, size_t n) {
     DTypeTraits tr = traits(t);
     return n / tr.block_elems * tr.block_bytes;

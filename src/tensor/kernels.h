@@ -13,8 +13,8 @@ namespace flint::detail {
 
 // Dot products of a tile of weight rows with a batch of activation rows:
 //   y[t * ldy + r] = sum_c W[r, c] * A[t, c]     for r in [0, nr), t in [0, nt)
-// w: nr weight rows of `cols` elements, w_stride bytes apart (_R4 layouts: nr/4 groups of four rows,
-//    4 * w_stride bytes apart; nr a multiple of 4); nr <= kDecodeRows when nt == 1 or
+// w: nr weight rows of `cols` elements, w_stride bytes apart (_R16 layouts: nr/16 groups of sixteen
+//    rows, 16 * w_stride bytes apart; nr a multiple of KernelSet::group_rows); nr <= kDecodeRows when nt == 1 or
 //    nt <= KernelSet::stream_tokens[type] (the kernel streams the rows one after another, see
 //    dot_avx512.cpp), otherwise nr <= kTileRows.
 // a: nt activation rows in the weight's activation format (activation_type), a_stride bytes apart.
@@ -38,6 +38,8 @@ struct KernelSet {
     uint8_t stream_tokens[kMaxDTypeId] = {};
     // Per file type: the layout these kernels want its matrices in (tensor/repack.h); F32: keep the file's.
     DType repack[kMaxDTypeId] = {};
+    // Per DType id: rows the layout interleaves (tiles start at and span multiples of it; 0: one).
+    uint8_t group_rows[kMaxDTypeId] = {};
     void (*quantize_q8_0)(const float* x, BlockQ8_0* y, int64_t n) = nullptr;
     void (*quantize_q8_k)(const float* x, BlockQ8_K* y, int64_t n) = nullptr;
     float (*dot_f32)(const float* a, const float* b, int64_t n) = nullptr;
@@ -49,15 +51,15 @@ struct KernelSet {
 };
 
 // The format activations are converted to before dotting with weights of type w:
-// Q8_0 for Q4_0/Q5_0/Q8_0, Q8_K for the K-quants, Q8_0S for the _R4 layouts, F32 (no conversion) for
+// Q8_0 for Q4_0/Q5_0/Q8_0, Q8_K for the K-quants, Q8_0S for the _R16 layouts, F32 (no conversion) for
 // F32/F16/BF16.
 DType activation_type(DType w);
 
 void fill_scalar(KernelSet& k);
 void fill_avx2(KernelSet& k);      // dot_avx2.cpp (calls fill_vec_avx2)
 void fill_vec_avx2(KernelSet& k);  // vec_avx2.cpp
-void fill_avx512(KernelSet& k);     // defined in dot_avx512.cpp (calls fill_avx512_r4)
-void fill_avx512_r4(KernelSet& k);  // dot_r4_avx512.cpp: the four-row layouts and when to repack
+void fill_avx512(KernelSet& k);     // defined in dot_avx512.cpp (calls fill_avx512_r16)
+void fill_avx512_r16(KernelSet& k);  // dot_r16_avx512.cpp: the sixteen-row layouts and when to repack
 
 // Scalar vector kernels (vec.cpp), also used by the SIMD files for tails.
 float dot_f32_scalar(const float* a, const float* b, int64_t n);

@@ -26,17 +26,16 @@ struct BlockQ4_K { uint16_t d; uint16_t dmin; uint8_t scales[12]; uint8_t qs[QK_
 struct BlockQ5_K { uint16_t d; uint16_t dmin; uint8_t scales[12]; uint8_t qh[QK_K / 8]; uint8_t qs[QK_K / 2]; };
 struct BlockQ6_K { uint8_t ql[QK_K / 2]; uint8_t qh[QK_K / 4]; int8_t scales[QK_K / 16]; uint16_t d; };
 struct BlockQ8_K { float d; int8_t qs[QK_K]; int16_t bsums[QK_K / 16]; };  // activations for K-quant dots
-// Four rows' block b side by side (tensor/repack.h): the quants of rows 0..3 in 16-element runs so that
-// a 128-bit lane holds one row, levels made unsigned (Q8_0: + 128; Q4_0 keeps its nibbles, + 8 built in),
-// then the four rows' scales.
-//   Q8_0R4 qs: [r0 e0..15 | r1 e0..15 | r2 e0..15 | r3 e0..15 | r0 e16..31 | r1 ... | r3 e16..31]
-//   Q4_0R4 qs: [r0 qs0..15 | r1 | r2 | r3], each byte as in Q4_0 (low nibble e_j, high nibble e_j+16)
-struct BlockQ8_0R4 { uint8_t qs[4 * QK]; uint16_t d[4]; };
-struct BlockQ4_0R4 { uint8_t qs[2 * QK]; uint16_t d[4]; };
-// Activations for the _R4 kernels: Q8_0's levels and (fp16-rounded) scale, the scale as f32 and the sum
+// Sixteen rows' block b side by side (tensor/repack.h), in 4-element quads so that 32-bit lane i of a
+// 512-bit register holds row i: qs[64 k + 4 i + j] is row i's element 4k + j (Q8_0, k = 0..7, made
+// unsigned: level + 128) or row i's Q4_0 byte 4k + j (k = 0..3; low nibble element 4k + j, high nibble
+// element 16 + 4k + j, levels + 8 as Q4_0 stores them). Then the sixteen rows' scales.
+struct BlockQ8_0R16 { uint8_t qs[16 * QK]; uint16_t d[16]; };
+struct BlockQ4_0R16 { uint8_t qs[8 * QK]; uint16_t d[16]; };
+// Activations for the _R16 kernels: Q8_0's levels and (fp16-rounded) scale, the scale as f32 and the sum
 // of the levels (the unsigned weight levels' offset correction, once per block instead of per row).
 struct BlockQ8_0S { int8_t qs[QK]; float d; int32_t sum; };
-static_assert(sizeof(BlockQ8_0R4) == 4 * 34 && sizeof(BlockQ4_0R4) == 4 * 18 && sizeof(BlockQ8_0S) == 40);
+static_assert(sizeof(BlockQ8_0R16) == 16 * 34 && sizeof(BlockQ4_0R16) == 16 * 18 && sizeof(BlockQ8_0S) == 40);
 static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ5_0) == 22 && sizeof(BlockQ8_0) == 34);
 static_assert(sizeof(BlockQ4_K) == 144 && sizeof(BlockQ5_K) == 176 && sizeof(BlockQ6_K) == 210);
 static_assert(sizeof(BlockQ8_K) == 292);

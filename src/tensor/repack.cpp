@@ -10,28 +10,25 @@
 namespace flint {
 namespace {
 
-constexpr int kRows = 4;  // rows per repacked group
+constexpr int kRows = 16;  // rows per repacked group
 
-// Four rows of nb blocks each (`rows`, back to back as in the file) -> nb repacked blocks.
-void pack_q8_0(const BlockQ8_0* rows, int64_t nb, BlockQ8_0R4* out) {
+// Sixteen rows of nb blocks each (`rows`, back to back as in the file) -> nb repacked blocks.
+void pack_q8_0(const BlockQ8_0* rows, int64_t nb, BlockQ8_0R16* out) {
     for (int64_t b = 0; b < nb; ++b) {
-        for (int k = 0; k < kRows; ++k) {
-            const BlockQ8_0& src = rows[k * nb + b];
-            for (int i = 0; i < QK / 2; ++i) {
-                out[b].qs[16 * k + i] = uint8_t(src.qs[i]) ^ 0x80;
-                out[b].qs[64 + 16 * k + i] = uint8_t(src.qs[QK / 2 + i]) ^ 0x80;
-            }
-            out[b].d[k] = src.d;
+        for (int i = 0; i < kRows; ++i) {
+            const BlockQ8_0& src = rows[i * nb + b];
+            for (int e = 0; e < QK; ++e) out[b].qs[64 * (e / 4) + 4 * i + e % 4] = uint8_t(src.qs[e]) ^ 0x80;
+            out[b].d[i] = src.d;
         }
     }
 }
 
-void pack_q4_0(const BlockQ4_0* rows, int64_t nb, BlockQ4_0R4* out) {
+void pack_q4_0(const BlockQ4_0* rows, int64_t nb, BlockQ4_0R16* out) {
     for (int64_t b = 0; b < nb; ++b) {
-        for (int k = 0; k < kRows; ++k) {
-            const BlockQ4_0& src = rows[k * nb + b];
-            std::memcpy(out[b].qs + 16 * k, src.qs, QK / 2);
-            out[b].d[k] = src.d;
+        for (int i = 0; i < kRows; ++i) {
+            const BlockQ4_0& src = rows[i * nb + b];
+            for (int j = 0; j < QK / 2; ++j) out[b].qs[64 * (j / 4) + 4 * i + j % 4] = src.qs[j];
+            out[b].d[i] = src.d;
         }
     }
 }
@@ -46,11 +43,11 @@ std::optional<DType> repack_target(DType t, int64_t rows, int64_t cols) {
 }
 
 void repack_rows(DType from, DType to, void* data, int64_t rows, int64_t cols) {
-    const bool q8 = from == DType::Q8_0 && to == DType::Q8_0_R4;
-    const bool q4 = from == DType::Q4_0 && to == DType::Q4_0_R4;
+    const bool q8 = from == DType::Q8_0 && to == DType::Q8_0_R16;
+    const bool q4 = from == DType::Q4_0 && to == DType::Q4_0_R16;
     if (!q8 && !q4) fail("repack: no layout ", dtype_name(to), " for ", dtype_name(from));
     if (rows % kRows != 0 || cols % QK != 0)
-        fail("repack: ", dtype_name(from), " [", rows, ", ", cols, "]: rows must be a multiple of 4, cols of 32");
+        fail("repack: ", dtype_name(from), " [", rows, ", ", cols, "]: rows must be a multiple of 16, cols of 32");
     const int64_t nb = cols / QK;
     const size_t group_bytes = kRows * row_bytes(from, size_t(cols));
     std::vector<uint8_t> tmp(group_bytes);
@@ -58,34 +55,31 @@ void repack_rows(DType from, DType to, void* data, int64_t rows, int64_t cols) {
     for (int64_t g = 0; g < rows / kRows; ++g) {
         uint8_t* p = base + size_t(g) * group_bytes;
         std::memcpy(tmp.data(), p, group_bytes);
-        if (q8) pack_q8_0(reinterpret_cast<const BlockQ8_0*>(tmp.data()), nb, reinterpret_cast<BlockQ8_0R4*>(p));
-        else pack_q4_0(reinterpret_cast<const BlockQ4_0*>(tmp.data()), nb, reinterpret_cast<BlockQ4_0R4*>(p));
+        if (q8) pack_q8_0(reinterpret_cast<const BlockQ8_0*>(tmp.data()), nb, reinterpret_cast<BlockQ8_0R16*>(p));
+        else pack_q4_0(reinterpret_cast<const BlockQ4_0*>(tmp.data()), nb, reinterpret_cast<BlockQ4_0R16*>(p));
     }
 }
 
 void dequantize_matrix_row(DType t, const void* data, int64_t row, int64_t cols, float* out) {
     const auto* base = static_cast<const uint8_t*>(data);
-    if (t != DType::Q8_0_R4 && t != DType::Q4_0_R4) {
+    if (t != DType::Q8_0_R16 && t != DType::Q4_0_R16) {
         dequantize_row_ref(t, base + size_t(row) * row_bytes(t, size_t(cols)), out, cols);
         return;
     }
     const int64_t nb = cols / QK;
-    const int k = int(row % kRows);
+    const int i = int(row % kRows);
     const uint8_t* group = base + size_t(row / kRows) * kRows * row_bytes(t, size_t(cols));
     for (int64_t b = 0; b < nb; ++b) {
         float* y = out + b * QK;
-        if (t == DType::Q8_0_R4) {
-            const auto& blk = reinterpret_cast<const BlockQ8_0R4*>(group)[b];
-            const float d = fp16_to_fp32(blk.d[k]);
-            for (int i = 0; i < QK / 2; ++i) {
-                y[i] = d * float(int(blk.qs[16 * k + i]) - 128);
-                y[QK / 2 + i] = d * float(int(blk.qs[64 + 16 * k + i]) - 128);
-            }
+        if (t == DType::Q8_0_R16) {
+            const auto& blk = reinterpret_cast<const BlockQ8_0R16*>(group)[b];
+            const float d = fp16_to_fp32(blk.d[i]);
+            for (int e = 0; e < QK; ++e) y[e] = d * float(int(blk.qs[64 * (e / 4) + 4 * i + e % 4]) - 128);
         } else {
-            const auto& blk = reinterpret_cast<const BlockQ4_0R4*>(group)[b];
-            const float d = fp16_to_fp32(blk.d[k]);
+            const auto& blk = reinterpret_cast<const BlockQ4_0R16*>(group)[b];
+            const float d = fp16_to_fp32(blk.d[i]);
             for (int j = 0; j < QK / 2; ++j) {
-                const uint8_t q = blk.qs[16 * k + j];
+                const uint8_t q = blk.qs[64 * (j / 4) + 4 * i + j % 4];
                 y[j] = d * float((q & 0xf) - 8);
                 y[QK / 2 + j] = d * float((q >> 4) - 8);
             }

@@ -2,11 +2,13 @@
 //
 // GGUF stores a Q8_0 / Q4_0 matrix row by row in 34- / 18-byte blocks: a kernel reading one row needs two
 // unaligned loads, an insert and two fp16 scale loads per 64 weights, and decode ran compute-bound at
-// ~13 GB/s per core (BENCHMARKS.md, Engine). The _R4 layouts put four rows' block b side by side
-// (quant.h, BlockQ8_0R4): one VPDPBUSD then covers 16 weights of each of the four rows against one
-// broadcast activation block, the levels are already unsigned, and the four scales are one 8-byte load.
+// ~13 GB/s per core (BENCHMARKS.md, Engine), and each extra token of a batch cost 4 vector operations per
+// 64 weights. The _R16 layouts put sixteen rows' block b side by side in 4-element quads (quant.h,
+// BlockQ8_0R16): 32-bit lane i of a register is row i, so eight VPDPBUSD against broadcast activation
+// quads give sixteen whole block dots, the levels are already unsigned, the sixteen scales are one load,
+// and the f32 work (convert, scale product, FMA) is done once per sixteen rows instead of per row.
 // Same bytes per row as the file (so a matrix is rewritten in place), same integer block dots and f32
-// scale products as the GGUF-layout kernels.
+// scale products, in the same order, as the scalar reference on the file's layout.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -16,14 +18,14 @@
 namespace flint {
 
 // The layout the active kernels want a `rows` x `cols` matrix of type t in, or nullopt to keep the
-// file's (no faster kernel for t on this CPU, or rows not a multiple of 4).
+// file's (no faster kernel for t on this CPU, or rows not a multiple of 16).
 std::optional<DType> repack_target(DType t, int64_t rows, int64_t cols);
 
-// Rewrites `rows` rows of type `from` (Q8_0 or Q4_0, rows a multiple of 4) in place as `to`
-// (Q8_0_R4 / Q4_0_R4); the bytes used stay the same.
+// Rewrites `rows` rows of type `from` (Q8_0 or Q4_0, rows a multiple of 16) in place as `to`
+// (Q8_0_R16 / Q4_0_R16); the bytes used stay the same.
 void repack_rows(DType from, DType to, void* data, int64_t rows, int64_t cols);
 
-// Row `row` of a matrix stored in layout t (a file type or an _R4 layout) as f32: out[cols].
+// Row `row` of a matrix stored in layout t (a file type or an _R16 layout) as f32: out[cols].
 void dequantize_matrix_row(DType t, const void* data, int64_t row, int64_t cols, float* out);
 
 }  // namespace flint

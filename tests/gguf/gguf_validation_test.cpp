@@ -192,7 +192,7 @@ TEST(GgufValidation, UnknownTensorType) {
     expect_refused(buf, {"tensor 'tensA.weight'", "unknown tensor type 99", "expected one of 0 f32, 1 f16"});
     // flint's in-memory layouts (tensor/repack.h) have ids too, but no file may claim one.
     buf = valid_file();
-    poke<uint32_t>(buf, tensor_info_at(buf, "tensA.weight", 2).type, uint32_t(DType::Q8_0_R4));
+    poke<uint32_t>(buf, tensor_info_at(buf, "tensA.weight", 2).type, uint32_t(DType::Q8_0_R16));
     expect_refused(buf, {"tensor 'tensA.weight'", "unknown tensor type 100"});
 }
 

@@ -1,4 +1,4 @@
-// The four-row layouts (tensor/repack.h): repacking keeps every value, the scalar kernel on the repacked
+// The sixteen-row layouts (tensor/repack.h): repacking keeps every value, the scalar kernel on the repacked
 // bytes gives the file layout's scalar results bit for bit, the SIMD kernels agree with it within the
 // format's rounding and give a token the same bits whatever batch it is in, and internal layouts never
 // reach a file.
@@ -20,7 +20,7 @@ using namespace flint::test;
 namespace {
 
 struct Pair { DType file, packed; };
-const Pair kPairs[] = {{DType::Q8_0, DType::Q8_0_R4}, {DType::Q4_0, DType::Q4_0_R4}};
+const Pair kPairs[] = {{DType::Q8_0, DType::Q8_0_R16}, {DType::Q4_0, DType::Q4_0_R16}};
 
 struct Packed {
     std::vector<uint8_t> file, packed;
@@ -38,7 +38,7 @@ Packed make(Pair p, int64_t rows, int64_t cols, uint32_t seed) {
 
 TEST(Repack, EveryRowDequantizesToTheFileRow) {
     for (Pair p : kPairs) {
-        const int64_t rows = 12, cols = 96;
+        const int64_t rows = 32, cols = 96;
         Packed m = make(p, rows, cols, 1);
         EXPECT_NE(0, std::memcmp(m.file.data(), m.packed.data(), m.file.size())) << "the bytes did move";
         std::vector<float> a(cols), b(cols), c(cols);
@@ -71,7 +71,7 @@ TEST(Repack, EveryIsaMatchesTheScalarReference) {
     ThreadPool pool(2);
     for (Pair p : kPairs) {
         for (int64_t cols : {int64_t(32), int64_t(96), int64_t(896), int64_t(4864)}) {
-            const int64_t rows = 40;
+            const int64_t rows = 48;
             Packed m = make(p, rows, cols, 4 + uint32_t(cols));
             const WeightView wv{p.packed, m.packed.data(), rows, cols};
             for (int64_t n : {1, 3, 8, 9, 17, 64, 300}) {
@@ -104,7 +104,7 @@ TEST(Repack, ATokenGetsTheSameBitsInAnyBatch) {
     for (Isa isa : available_isas()) {
         set_isa(isa);
         for (Pair p : kPairs) {
-            const int64_t rows = 36, cols = 896;
+            const int64_t rows = 32, cols = 896;
             Packed m = make(p, rows, cols, 6);
             const WeightView wv{p.packed, m.packed.data(), rows, cols};
             for (int64_t n : {2, 5, 8, 9, 17, 33, 300}) {
@@ -127,9 +127,9 @@ TEST(Repack, TargetOnlyWhereTheKernelsHaveAFasterLayout) {
     EXPECT_FALSE(repack_target(DType::Q8_0, 64, 64));  // the scalar kernels read the file's layout
     if (best_isa() == Isa::AVX512) {
         set_isa(Isa::AVX512);
-        EXPECT_EQ(std::optional(DType::Q8_0_R4), repack_target(DType::Q8_0, 64, 64));
-        EXPECT_EQ(std::optional(DType::Q4_0_R4), repack_target(DType::Q4_0, 64, 64));
-        EXPECT_FALSE(repack_target(DType::Q8_0, 62, 64));  // not whole groups of four rows
+        EXPECT_EQ(std::optional(DType::Q8_0_R16), repack_target(DType::Q8_0, 64, 64));
+        EXPECT_EQ(std::optional(DType::Q4_0_R16), repack_target(DType::Q4_0, 64, 64));
+        EXPECT_FALSE(repack_target(DType::Q8_0, 62, 64));  // not whole groups of sixteen rows
         EXPECT_FALSE(repack_target(DType::Q6_K, 64, 256));
         EXPECT_FALSE(repack_target(DType::F16, 64, 64));
     }
@@ -137,15 +137,15 @@ TEST(Repack, TargetOnlyWhereTheKernelsHaveAFasterLayout) {
 
 TEST(Repack, RefusesWhatItCannotRepack) {
     std::vector<uint8_t> buf(row_bytes(DType::Q8_0, 64) * 8);
-    EXPECT_THROW(repack_rows(DType::Q8_0, DType::Q4_0_R4, buf.data(), 8, 64), Error);
-    EXPECT_THROW(repack_rows(DType::Q6_K, DType::Q8_0_R4, buf.data(), 1, 256), Error);
-    EXPECT_THROW(repack_rows(DType::Q8_0, DType::Q8_0_R4, buf.data(), 6, 64), Error);
+    EXPECT_THROW(repack_rows(DType::Q8_0, DType::Q4_0_R16, buf.data(), 8, 64), Error);
+    EXPECT_THROW(repack_rows(DType::Q6_K, DType::Q8_0_R16, buf.data(), 1, 256), Error);
+    EXPECT_THROW(repack_rows(DType::Q8_0, DType::Q8_0_R16, buf.data(), 6, 64), Error);
     std::vector<float> y(6 * 2), x(2 * 64);
-    EXPECT_THROW(matmul(WeightView{DType::Q8_0_R4, buf.data(), 6, 64}, x.data(), 2, y.data(), nullptr), Error);
+    EXPECT_THROW(matmul(WeightView{DType::Q8_0_R16, buf.data(), 6, 64}, x.data(), 2, y.data(), nullptr), Error);
 }
 
 TEST(Repack, InternalLayoutsNeverReachAFile) {
     gguf::Writer w;
     std::vector<uint8_t> data(row_bytes(DType::Q8_0, 32) * 4);
-    EXPECT_THROW(w.add_tensor("t", DType::Q8_0_R4, {32, 4}, data), Error);
+    EXPECT_THROW(w.add_tensor("t", DType::Q8_0_R16, {32, 4}, data), Error);
 }

@@ -50,7 +50,7 @@ void KVCache::release(int32_t block) {
 
 void KVCache::copy_block(int32_t from, int32_t to, int n_slots) {
     for (int l = 0; l < cfg_.n_layers; ++l) {
-        std::memcpy(k(to, l), k(from, l), row_bytes_ * n_slots);
+        std::memcpy(k(to, l), k(from, l), layer_half_bytes_);
         std::memcpy(v(to, l), v(from, l), row_bytes_ * n_slots);
     }
 }

@@ -1,7 +1,10 @@
 // flint/kv/kv_cache.h — the KV memory: one pool of fixed-size blocks shared by every sequence of a model.
 //
 // A block holds the keys and values of `block_size` consecutive positions for every layer:
-//   block b: [n_layers][2 (K, V)][block_size][kv_dim] elements of `type` (f32 or f16)
+//   block b: [n_layers][K, V] elements of `type` (f32 or f16); per layer
+//   K: [kv_dim][block_size] (transposed: a key dimension's values for the block's positions are contiguous,
+//      so attention scores the positions of a block with one vector FMA per dimension, no transpose)
+//   V: [block_size][kv_dim] (a position's value row, for the weighted sum)
 // A sequence names its blocks in a block table (position p lives in table[p / block_size], slot
 // p % block_size), so a contiguous cache is the special case of a table 0, 1, 2, … and prefix sharing
 // is two tables naming the same leading blocks. Blocks are reference-counted; the memory is reserved
@@ -39,7 +42,8 @@ public:
     size_t row_bytes() const { return row_bytes_; }  // one position of one layer's K (or V)
     static size_t bytes_per_token(int n_layers, int kv_dim, DType type);
 
-    // K (or V) rows of a block for one layer: [block_size][kv_dim].
+    // A block's keys for one layer, [kv_dim][block_size] (element (slot, c) at c * block_size + slot),
+    // and its values, [block_size][kv_dim].
     uint8_t* k(int32_t block, int layer) { return base_ + block * block_bytes_ + (2 * layer) * layer_half_bytes_; }
     uint8_t* v(int32_t block, int layer) { return base_ + block * block_bytes_ + (2 * layer + 1) * layer_half_bytes_; }
     const uint8_t* k(int32_t block, int layer) const { return const_cast<KVCache*>(this)->k(block, layer); }
@@ -52,7 +56,8 @@ public:
     int32_t ref_count(int32_t block) const { return refs_[block]; }
     int64_t free_blocks() const { return static_cast<int64_t>(free_.size()); }
     int64_t used_blocks() const { return cfg_.n_blocks - free_blocks(); }
-    // Copies every layer's K and V of `n_slots` leading positions from one block to another (copy-on-write).
+    // Copies every layer's K and V of `n_slots` leading positions from one block to another (copy-on-write;
+    // the transposed keys are copied whole: slots past n_slots are never read before they are written).
     void copy_block(int32_t from, int32_t to, int n_slots);
 
 private:

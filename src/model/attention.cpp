@@ -17,8 +17,8 @@ void attend_head_scalar(const HeadAttention& a, const float* q, float* scores, f
     const bool f16 = kv.config().type == DType::F16;
     const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
     const int64_t off = static_cast<int64_t>(a.kv_head) * hd;
-    auto k_at = [&](int p, int i) {
-        const int64_t idx = static_cast<int64_t>(p % bs) * kv_dim + off + i;
+    auto k_at = [&](int p, int i) {  // keys are transposed in the cache: [kv_dim][block_size]
+        const int64_t idx = (off + i) * bs + p % bs;
         const int32_t b = a.blocks[p / bs];
         return f16 ? fp16_to_fp32(reinterpret_cast<const uint16_t*>(kv.k(b, a.layer))[idx])
                    : reinterpret_cast<const float*>(kv.k(b, a.layer))[idx];
@@ -58,6 +58,7 @@ size_t attend_group_scratch(const HeadAttention& a) {
 }
 
 void attend_group(const HeadAttention& a, const QueryGroup& g, float* scratch) {
+    if (active_isa() == Isa::AVX512 && detail::attend_group_avx512(a, g, scratch)) return;
     if (active_isa() != Isa::Scalar && detail::attend_group_avx2(a, g, scratch)) return;
     float* scores = scratch;  // the scalar path: one query at a time
     for (int i = 0; i < g.n; ++i) {

@@ -43,6 +43,8 @@ namespace detail {
 void attend_head_scalar(const HeadAttention& a, const float* q, float* scores, float* out);
 // False when no compiled variant fits (block size 8/16/32, head dim 8/16/32/64/128).
 bool attend_group_avx2(const HeadAttention& a, const QueryGroup& g, float* scratch);          // attention_avx2.cpp
+// False when no compiled variant fits (block size 16/32, head dim 16/32/64/128).
+bool attend_group_avx512(const HeadAttention& a, const QueryGroup& g, float* scratch);        // attention_avx512.cpp
 }  // namespace detail
 
 }  // namespace flint

@@ -54,7 +54,7 @@ void attend_group_t(const HeadAttention& a, const QueryGroup& g, float* scratch)
     constexpr int bs = 8 * NC, hd = 8 * NV, nv = NV;
     const int kv_dim = kv.config().kv_dim;
     const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-    const int64_t off = static_cast<int64_t>(a.kv_head) * hd;
+    const int64_t off = static_cast<int64_t>(a.kv_head) * hd;  // V: column offset; K: row offset * bs
     float* kb = scratch;                    // (bs, hd) keys of the block, f32
     float* vb = kb + bs * hd;               // (bs, hd) values
     float* m = vb + bs * hd;                // (n) running max
@@ -70,17 +70,23 @@ void attend_group_t(const HeadAttention& a, const QueryGroup& g, float* scratch)
     for (int p0 = 0; p0 < n_max; p0 += bs) {
         const int32_t b = a.blocks[p0 / bs];
         const int n = std::min(bs, n_max - p0);
-        const T* kr = reinterpret_cast<const T*>(kv.k(b, a.layer)) + off;
+        const T* kr = reinterpret_cast<const T*>(kv.k(b, a.layer)) + off * bs;
         const T* vr = reinterpret_cast<const T*>(kv.v(b, a.layer)) + off;
-        // K transposed to (hd, bs) so 8 positions' scores come from one FMA per dimension (no horizontal
-        // sums); V stays (bs, hd) for the weighted sum.
-        for (int j = 0; j < n; ++j) {
-            to_f32(kr + static_cast<int64_t>(j) * kv_dim, vb + j * hd, hd);  // vb as a staging row
-            for (int d = 0; d < hd; ++d) kb[d * bs + j] = vb[j * hd + d];
+        // K is stored transposed, (hd, bs) per head, so 8 positions' scores come from one FMA per dimension
+        // (no horizontal sums); V is (bs, hd) for the weighted sum. Slots past n hold stale values: their
+        // scores are computed and never read.
+        // An f32 cache is read in place; f16 is converted once per block for all the queries.
+        const float* kt = kb;
+        const float* vt = vb;
+        int v_stride = hd;
+        if constexpr (std::is_same_v<T, float>) {
+            kt = kr;
+            vt = vr;
+            v_stride = kv_dim;
+        } else {
+            to_f32(kr, kb, hd * bs);
+            for (int j = 0; j < n; ++j) to_f32(vr + static_cast<int64_t>(j) * kv_dim, vb + j * hd, hd);
         }
-        for (int j = n; j < bs; ++j)
-            for (int d = 0; d < hd; ++d) kb[d * bs + j] = 0.0f;
-        for (int j = 0; j < n; ++j) to_f32(vr + static_cast<int64_t>(j) * kv_dim, vb + j * hd, hd);
         constexpr int n8 = NC;  // padded positions score 0 and are never read
         for (int i = 0; i < g.n; ++i) {
             const int ni = std::min(n, g.n_pos[i] - p0);  // positions of this block query i sees
@@ -91,7 +97,7 @@ void attend_group_t(const HeadAttention& a, const QueryGroup& g, float* scratch)
             for (int c = 0; c < n8; ++c) acc[c] = _mm256_setzero_ps();
             for (int d = 0; d < hd; ++d) {
                 const __m256 qd = _mm256_broadcast_ss(q + d);
-                const float* kd = kb + d * bs;
+                const float* kd = kt + d * bs;
                 for (int c = 0; c < n8; ++c) acc[c] = _mm256_fmadd_ps(qd, _mm256_loadu_ps(kd + 8 * c), acc[c]);
             }
             const __m256 vscale = _mm256_set1_ps(scale);
@@ -122,7 +128,7 @@ void attend_group_t(const HeadAttention& a, const QueryGroup& g, float* scratch)
                 for (int v = 0; v < nvv; ++v) acc[v] = _mm256_mul_ps(_mm256_loadu_ps(o + 8 * (v0 + v)), r);
                 for (int j = 0; j < ni; ++j) {
                     const __m256 w = _mm256_set1_ps(s[j]);
-                    const float* vv = vb + j * hd + 8 * v0;
+                    const float* vv = vt + j * v_stride + 8 * v0;
                     for (int v = 0; v < nvv; ++v) acc[v] = _mm256_fmadd_ps(w, _mm256_loadu_ps(vv + 8 * v), acc[v]);
                 }
                 for (int v = 0; v < nvv; ++v) _mm256_storeu_ps(o + 8 * (v0 + v), acc[v]);

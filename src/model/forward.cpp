@@ -53,11 +53,14 @@ void store_kv(KVCache& kv, int layer, std::span<const int32_t> blocks, int pos, 
     const int32_t b = blocks[pos / bs];
     const int slot = pos % bs;
     const int n = kv.config().kv_dim;
+    // Keys go in transposed (kv/kv_cache.h): element c of this position at c * bs + slot.
     if (kv.config().type == DType::F16) {
-        fp32_to_fp16_row(k, reinterpret_cast<uint16_t*>(kv.k(b, layer)) + static_cast<int64_t>(slot) * n, n);
+        uint16_t* kt = reinterpret_cast<uint16_t*>(kv.k(b, layer)) + slot;
+        for (int c = 0; c < n; ++c) kt[static_cast<int64_t>(c) * bs] = fp32_to_fp16(k[c]);
         fp32_to_fp16_row(v, reinterpret_cast<uint16_t*>(kv.v(b, layer)) + static_cast<int64_t>(slot) * n, n);
     } else {
-        std::memcpy(reinterpret_cast<float*>(kv.k(b, layer)) + static_cast<int64_t>(slot) * n, k, n * sizeof(float));
+        float* kt = reinterpret_cast<float*>(kv.k(b, layer)) + slot;
+        for (int c = 0; c < n; ++c) kt[static_cast<int64_t>(c) * bs] = k[c];
         std::memcpy(reinterpret_cast<float*>(kv.v(b, layer)) + static_cast<int64_t>(slot) * n, v, n * sizeof(float));
     }
 }

@@ -1,4 +1,5 @@
-// The AVX2 grouped attention kernel against the scalar reference, over f32 and f16 caches and odd lengths.
+// The AVX2 and AVX-512 grouped attention kernels against the scalar reference, over f32 and f16 caches and
+// odd lengths.
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -12,15 +13,20 @@
 
 using namespace flint;
 
+namespace {
+
+using GroupKernel = bool (*)(const HeadAttention&, const QueryGroup&, float*);
+
 // The grouped kernel: each query against the scalar reference, and bit-identical whether it is computed
 // alone or with others (what makes batched verification lossless).
-TEST(Attention, GroupedQueriesMatchReferenceAndAreBatchInvariant) {
-    if (best_isa() == Isa::Scalar) GTEST_SKIP() << "this CPU has no AVX2";
+void check_grouped_kernel(GroupKernel kernel, std::initializer_list<int> head_dims, std::initializer_list<int> block_sizes) {
     std::mt19937 rng(9);
     std::normal_distribution<float> nd(0.0f, 1.0f);
     for (DType type : {DType::F32, DType::F16})
-        for (int hd : {8, 64}) {
-            const int kv_dim = 2 * hd, bs = 16, n_blocks = 10;
+        for (int hd : head_dims)
+        for (int bs : block_sizes) {
+            SCOPED_TRACE(testing::Message() << dtype_name(type) << " head dim " << hd << " block " << bs);
+            const int kv_dim = 2 * hd, n_blocks = 10;
             KVCache kv({.n_layers = 1, .kv_dim = kv_dim, .block_size = bs, .type = type, .n_blocks = n_blocks});
             std::vector<int32_t> table;
             for (int b = 0; b < n_blocks; ++b) table.push_back(kv.alloc());
@@ -49,7 +55,7 @@ TEST(Attention, GroupedQueriesMatchReferenceAndAreBatchInvariant) {
                 a.n_pos = std::max(a.n_pos, g.n_pos[i]);
             }
             std::vector<float> scratch(attend_group_scratch(a));
-            ASSERT_TRUE(detail::attend_group_avx2(a, g, scratch.data()));
+            ASSERT_TRUE(kernel(a, g, scratch.data()));
             for (int i = 0; i < nq; ++i) {
                 HeadAttention one = a;
                 one.n_pos = g.n_pos[i];
@@ -61,8 +67,20 @@ TEST(Attention, GroupedQueriesMatchReferenceAndAreBatchInvariant) {
                 single.q[0] = g.q[i];
                 single.out[0] = alone.data();
                 single.n_pos[0] = g.n_pos[i];
-                ASSERT_TRUE(detail::attend_group_avx2(one, single, scratch.data()));
+                ASSERT_TRUE(kernel(one, single, scratch.data()));
                 ASSERT_EQ(0, std::memcmp(alone.data(), &out[static_cast<size_t>(i) * hd], sizeof(float) * hd)) << "query " << i;
             }
         }
+}
+
+}  // namespace
+
+TEST(Attention, Avx2GroupedQueriesMatchReferenceAndAreBatchInvariant) {
+    if (best_isa() == Isa::Scalar) GTEST_SKIP() << "this CPU has no AVX2";
+    check_grouped_kernel(detail::attend_group_avx2, {8, 64}, {16});
+}
+
+TEST(Attention, Avx512GroupedQueriesMatchReferenceAndAreBatchInvariant) {
+    if (best_isa() != Isa::AVX512) GTEST_SKIP() << "this CPU has no AVX-512";
+    check_grouped_kernel(detail::attend_group_avx512, {16, 64, 128}, {16, 32});
 }

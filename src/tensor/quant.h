@@ -32,9 +32,10 @@ struct BlockQ8_K { float d; int8_t qs[QK_K]; int16_t bsums[QK_K / 16]; };  // ac
 // element 16 + 4k + j, levels + 8 as Q4_0 stores them). Then the sixteen rows' scales.
 struct BlockQ8_0R16 { uint8_t qs[16 * QK]; uint16_t d[16]; };
 struct BlockQ4_0R16 { uint8_t qs[8 * QK]; uint16_t d[16]; };
-// Activations for the _R16 kernels: Q8_0's levels and (fp16-rounded) scale, the scale as f32 and the sum
-// of the levels (the unsigned weight levels' offset correction, once per block instead of per row).
-struct BlockQ8_0S { int8_t qs[QK]; float d; int32_t sum; };
+// Activations for the _R16 kernels: Q8_0's levels and (fp16-rounded) scale, the scale as f32 and
+// ofs = -128 * (sum of the levels): the unsigned Q8_0 weight levels' offset correction (Q4_0's, -8 * sum, is
+// ofs / 16), once per block instead of per row.
+struct BlockQ8_0S { int8_t qs[QK]; float d; int32_t ofs; };
 static_assert(sizeof(BlockQ8_0R16) == 16 * 34 && sizeof(BlockQ4_0R16) == 16 * 18 && sizeof(BlockQ8_0S) == 40);
 static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ5_0) == 22 && sizeof(BlockQ8_0) == 34);
 static_assert(sizeof(BlockQ4_K) == 144 && sizeof(BlockQ5_K) == 176 && sizeof(BlockQ6_K) == 210);

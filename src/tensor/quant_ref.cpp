@@ -48,7 +48,7 @@ void widen_q8_0s(const BlockQ8_0* x, BlockQ8_0S* y, int64_t n_blocks) {
         for (int i = 0; i < QK; ++i) sum += x[b].qs[i];
         std::memcpy(y[b].qs, x[b].qs, QK);
         y[b].d = fp16_to_fp32(x[b].d);
-        y[b].sum = sum;
+        y[b].ofs = -128 * sum;
     }
 }
 

@@ -24,6 +24,7 @@ struct BenchOptions {
     ModelOptions model;
     int n_prompt = 512;
     int n_gen = 128;
+    int depth = 0;  // tokens of context before the timed prefill / decode (llama-bench's -d)
     int reps = 5;
     bool json = false;
     bool no_bandwidth = false;
@@ -50,40 +51,48 @@ using Clock = std::chrono::steady_clock;
 
 void bench(const BenchOptions& o) {
     ModelOptions mo = o.model;
-    if (mo.ctx == 0) mo.ctx = o.n_prompt + o.n_gen + 16;
+    if (mo.ctx == 0) mo.ctx = o.depth + o.n_prompt + o.n_gen + 16;
     LoadedModel lm = load_model(mo, !o.json);
     const Model& m = *lm.model;
     const int V = m.config.n_vocab;
-    if (o.n_prompt + o.n_gen > lm.ctx) fail("-p + -n = ", o.n_prompt + o.n_gen, " exceeds the context ", lm.ctx);
+    if (o.depth + o.n_prompt + o.n_gen > lm.ctx)
+        fail("-d + -p + -n = ", o.depth + o.n_prompt + o.n_gen, " exceeds the context ", lm.ctx);
     std::mt19937 rng(1234);
     std::uniform_int_distribution<int32_t> pick(0, V - 1);
-    std::vector<int32_t> prompt(o.n_prompt);
+    std::vector<int32_t> prompt(std::max(o.n_prompt, std::min(o.depth, 512)));
     for (int32_t& t : prompt) t = pick(rng);
     ForwardScratch scratch;
     std::vector<float> logits(static_cast<size_t>(V));
 
-    auto prefill = [&](int n) {
-        SeqBatch sb{std::span<const int32_t>(prompt).first(n), 0, lm.blocks, Logits::Last};
+    // Prompt tokens at positions depth.. (the context before them stays as the depth fill left it).
+    auto prefill = [&](int n, int pos0) {
+        SeqBatch sb{std::span<const int32_t>(prompt).first(n), pos0, lm.blocks, Logits::Last};
         forward(m, {&sb, 1}, *lm.kv, scratch, lm.pool.get(), logits.data());
     };
-    // Decode n tokens after a short context, greedy, one forward each.
+    // Decode n tokens after the depth context, greedy, one forward each.
     auto decode = [&](int n) {
         int32_t tok = pick(rng);
         for (int i = 0; i < n; ++i) {
-            SeqBatch sb{std::span<const int32_t>(&tok, 1), i, lm.blocks, Logits::Last};
+            SeqBatch sb{std::span<const int32_t>(&tok, 1), o.depth + i, lm.blocks, Logits::Last};
             forward(m, {&sb, 1}, *lm.kv, scratch, lm.pool.get(), logits.data());
             tok = argmax(logits.data(), V);
         }
     };
+    // The depth context, filled once and not timed (512 tokens per forward).
+    for (int p = 0; p < o.depth; p += 512) {
+        if (!o.json) std::fprintf(stderr, "\rflint: filling %d / %d tokens of context", p, o.depth);
+        prefill(std::min(512, o.depth - p), p);
+    }
+    if (o.depth > 0 && !o.json) std::fprintf(stderr, "\rflint: filled %d tokens of context          \n", o.depth);
     // Warm-up: touch every weight page and grow the scratch buffers.
-    if (o.n_prompt > 0) prefill(std::min(o.n_prompt, 32));
+    if (o.n_prompt > 0) prefill(std::min(o.n_prompt, 32), o.depth);
     decode(std::min(o.n_gen, 4) + 1);
 
     std::vector<double> pp, tg;
     for (int r = 0; r < o.reps; ++r) {
         if (o.n_prompt > 0) {
             auto t0 = Clock::now();
-            prefill(o.n_prompt);
+            prefill(o.n_prompt, o.depth);
             pp.push_back(o.n_prompt / std::chrono::duration<double>(Clock::now() - t0).count());
         }
         if (o.n_gen > 0) {
@@ -104,7 +113,8 @@ void bench(const BenchOptions& o) {
         nlohmann::json j = {{"model", m.config.name},          {"arch", m.config.arch},
                             {"weights_bytes", m.weights.matrix_bytes}, {"threads", threads},
                             {"isa", isa_name(active_isa())},   {"n_prompt", o.n_prompt},
-                            {"n_gen", o.n_gen},                {"reps", o.reps},
+                            {"n_gen", o.n_gen},                {"depth", o.depth},
+                            {"reps", o.reps},
                             {"pp_tok_s", {{"mean", sp.mean}, {"stddev", sp.stddev}, {"median", sp.median}}},
                             {"tg_tok_s", {{"mean", sg.mean}, {"stddev", sg.stddev}, {"median", sg.median}}},
                             {"read_bandwidth_gb_s", bw},       {"decode_gb_s", achieved},
@@ -115,18 +125,21 @@ void bench(const BenchOptions& o) {
         return;
     }
     std::printf("| model | weights | threads | kernels | test | tok/s (mean ± sd) | median |\n|---|---|---|---|---|---|---|\n");
+    const std::string at = o.depth > 0 ? " @ d" + std::to_string(o.depth) : "";
     if (o.n_prompt > 0)
-        std::printf("| %s | %.1f MiB | %d | %s | pp%d | %.2f ± %.2f | %.2f |\n", m.config.name.c_str(),
-                    m.weights.matrix_bytes / 1048576.0, threads, isa_name(active_isa()), o.n_prompt, sp.mean, sp.stddev, sp.median);
+        std::printf("| %s | %.1f MiB | %d | %s | pp%d%s | %.2f ± %.2f | %.2f |\n", m.config.name.c_str(),
+                    m.weights.matrix_bytes / 1048576.0, threads, isa_name(active_isa()), o.n_prompt, at.c_str(), sp.mean,
+                    sp.stddev, sp.median);
     if (o.n_gen > 0)
-        std::printf("| %s | %.1f MiB | %d | %s | tg%d | %.2f ± %.2f | %.2f |\n", m.config.name.c_str(),
-                    m.weights.matrix_bytes / 1048576.0, threads, isa_name(active_isa()), o.n_gen, sg.mean, sg.stddev, sg.median);
+        std::printf("| %s | %.1f MiB | %d | %s | tg%d%s | %.2f ± %.2f | %.2f |\n", m.config.name.c_str(),
+                    m.weights.matrix_bytes / 1048576.0, threads, isa_name(active_isa()), o.n_gen, at.c_str(), sg.mean,
+                    sg.stddev, sg.median);
     std::printf("\nmemory: ctx %d, KV %.1f MiB%s, RSS %.1f MiB (peak %.1f MiB)\n", lm.ctx,
                 lm.kv->block_bytes() * lm.kv->n_blocks() / 1048576.0, o.fill_kv ? " (all touched)" : " (touched as used)",
                 mem.rss / 1048576.0, mem.peak_rss / 1048576.0);
     if (bw > 0)
-        std::printf("\nread bandwidth (measured now, %d threads): %.2f GB/s; decode reads %.2f GB/s of weights = %.1f%% of it\n",
-                    threads, bw, achieved, 100.0 * achieved / bw);
+        std::printf("\nread bandwidth (measured now, %d threads): %.2f GB/s; decode reads %.2f GB/s of weights = %.1f%% of it%s\n",
+                    threads, bw, achieved, 100.0 * achieved / bw, o.depth > 0 ? " (plus the KV cache of the depth context)" : "");
 }
 
 }  // namespace
@@ -137,6 +150,8 @@ CLI::App* register_bench(CLI::App& app) {
     add_model_options(*cmd, o->model);
     cmd->add_option("-p,--n-prompt", o->n_prompt, "Prompt tokens for the prefill test (0: skip)")->check(CLI::Range(0, 1 << 20));
     cmd->add_option("-n,--n-gen", o->n_gen, "Tokens for the decode test (0: skip)")->check(CLI::Range(0, 1 << 20));
+    cmd->add_option("-d,--depth", o->depth, "Tokens of context before the timed prefill and decode (filled once, untimed): speed at a long context")
+        ->check(CLI::Range(0, 1 << 20));
     cmd->add_option("-r,--reps", o->reps, "Repetitions")->check(CLI::Range(1, 1000));
     cmd->add_flag("--json", o->json, "Print JSON instead of a table");
     cmd->add_flag("--no-bandwidth", o->no_bandwidth, "Skip the read-bandwidth measurement");

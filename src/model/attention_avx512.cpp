@@ -1,5 +1,5 @@
 // AVX-512 grouped attention: the queries of a group (a KV head's query heads, for a few consecutive tokens)
-// walk the cache once, four at a time. Keys are stored transposed (kv/kv_cache.h), so one register holds a
+// walk the cache once, 64 positions at a time, four queries at a time. Keys are stored transposed (kv/kv_cache.h), so one register holds a
 // key dimension for 16 positions: a block's scores for four queries are one FMA per (query, dimension,
 // 16 positions), each key register loaded once for the four; the weighted sum of values loads each value
 // row once for the four as well. Per query and position that is 2 * head_dim / 16 FMAs and a quarter of
@@ -46,37 +46,44 @@ inline __m512 exp_neg16(__m512 x) {
 inline __mmask16 first(int n) { return n >= 16 ? __mmask16(0xffff) : __mmask16((1u << std::max(n, 0)) - 1); }
 
 constexpr int kQuad = 4;
+// Positions per online-softmax step: four 16-lane registers. Scoring, the max, the rescale (one scalar exp
+// per query) and the sums are done once per 64 positions rather than per 16-position block: at a long
+// context the per-block softmax bookkeeping of seven decode queries cost about as much as the FMAs.
+constexpr int kSpan = 64, kRegs = kSpan / 16;
 
-// Everything one block costs a quad of NQ queries (compile-time, so the accumulators stay in registers).
-struct BlockView {
-    const float* kt;  // (hd, bs) keys
-    const float* vt;  // (bs, v_stride) values
-    int v_stride;
-    int p0, n;        // the block's first position, valid positions
+// kSpan consecutive positions (kSpan / bs blocks of the sequence's table), elements of T (the cache's f32 or
+// f16, or f16 converted to f32 once for many queries).
+template <typename T>
+struct SpanView {
+    const T* kt[kRegs];  // per 16 positions: dimension d at kt[r] + d * kt_stride
+    int kt_stride;       // the block size (keys are [dim][block_size] per block)
+    const T* vt[kSpan];  // per position: its value row
+    int p0, n;           // the span's first position, valid positions (<= kSpan)
 };
 
-template <int NC, int NV, int NQ>
-void quad_block(const QueryGroup& g, int i0, const BlockView& bv, __m512 scale, float* m, float* l, float* sc) {
-    constexpr int bs = 16 * NC, hd = 16 * NV;
+template <int NV, int NQ, typename T>
+void quad_span(const QueryGroup& g, int i0, const SpanView<T>& sv, __m512 scale, float* m, float* l, float* sc) {
+    constexpr int hd = 16 * NV;
     constexpr int kVPass = NV < 4 ? NV : 4;  // value registers per query per pass (4 queries x 4 = 16 accumulators)
     int ni[NQ];
-    int lo = bs, hi = 0;  // fewest / most positions of this block a query of the quad sees
+    int lo = kSpan, hi = 0;  // fewest / most positions of this span a query of the quad sees
     for (int u = 0; u < NQ; ++u) {
-        ni[u] = std::clamp(g.n_pos[i0 + u] - bv.p0, 0, bv.n);
+        ni[u] = std::clamp(g.n_pos[i0 + u] - sv.p0, 0, sv.n);
         lo = std::min(lo, ni[u]);
         hi = std::max(hi, ni[u]);
     }
     if (hi == 0) return;
-    // Scores: acc[u][c] = q_u . K[:, 16c .. 16c+16), each key register loaded once for the quad.
-    __m512 acc[NQ][NC];
+    const int nr = (hi + 15) / 16;  // registers with a position some query sees
+    // Scores: acc[u][r] = q_u . K[:, 16r .. 16r+16), each key register loaded once for the quad.
+    __m512 acc[NQ][kRegs];
     for (int u = 0; u < NQ; ++u)
-        for (int c = 0; c < NC; ++c) acc[u][c] = _mm512_setzero_ps();
+        for (int r = 0; r < kRegs; ++r) acc[u][r] = _mm512_setzero_ps();
     for (int d = 0; d < hd; ++d) {
-        __m512 kd[NC];
-        for (int c = 0; c < NC; ++c) kd[c] = _mm512_loadu_ps(bv.kt + d * bs + 16 * c);
+        __m512 kd[kRegs];
+        for (int r = 0; r < kRegs; ++r) kd[r] = r < nr ? load16(sv.kt[r] + d * sv.kt_stride) : _mm512_setzero_ps();
         for (int u = 0; u < NQ; ++u) {
             const __m512 qd = _mm512_set1_ps(g.q[i0 + u][d]);
-            for (int c = 0; c < NC; ++c) acc[u][c] = _mm512_fmadd_ps(qd, kd[c], acc[u][c]);
+            for (int r = 0; r < kRegs; ++r) acc[u][r] = _mm512_fmadd_ps(qd, kd[r], acc[u][r]);
         }
     }
     // Online softmax per query: rescale what was accumulated under the old max.
@@ -85,20 +92,20 @@ void quad_block(const QueryGroup& g, int i0, const BlockView& bv, __m512 scale, 
         const int i = i0 + u;
         rescale[u] = 1.0f;
         if (ni[u] == 0) continue;
-        float bmax = -INFINITY;
-        for (int c = 0; c < NC; ++c) {
-            acc[u][c] = _mm512_mul_ps(acc[u][c], scale);
-            bmax = std::max(bmax, _mm512_mask_reduce_max_ps(first(ni[u] - 16 * c), acc[u][c]));
+        __m512 mx = _mm512_set1_ps(-INFINITY);
+        for (int r = 0; r < kRegs; ++r) {
+            acc[u][r] = _mm512_mul_ps(acc[u][r], scale);
+            mx = _mm512_mask_max_ps(mx, first(ni[u] - 16 * r), mx, acc[u][r]);
         }
-        const float m_new = std::max(m[i], bmax);
+        const float m_new = std::max(m[i], _mm512_reduce_max_ps(mx));
         rescale[u] = m[i] == -INFINITY ? 0.0f : std::exp(m[i] - m_new);
-        float bsum = 0;
-        for (int c = 0; c < NC; ++c) {
-            const __m512 e = _mm512_maskz_mov_ps(first(ni[u] - 16 * c), exp_neg16(_mm512_sub_ps(acc[u][c], _mm512_set1_ps(m_new))));
-            _mm512_storeu_ps(sc + i * bs + 16 * c, e);
-            bsum += _mm512_reduce_add_ps(e);
+        __m512 sum = _mm512_setzero_ps();
+        for (int r = 0; r < kRegs; ++r) {
+            const __m512 e = _mm512_maskz_mov_ps(first(ni[u] - 16 * r), exp_neg16(_mm512_sub_ps(acc[u][r], _mm512_set1_ps(m_new))));
+            _mm512_storeu_ps(sc + i * kSpan + 16 * r, e);
+            sum = _mm512_add_ps(sum, e);
         }
-        l[i] = l[i] * rescale[u] + bsum;
+        l[i] = l[i] * rescale[u] + _mm512_reduce_add_ps(sum);
         m[i] = m_new;
     }
     // Weighted sum of values, kVPass registers of each query's output at a time; each value row loaded
@@ -111,9 +118,9 @@ void quad_block(const QueryGroup& g, int i0, const BlockView& bv, __m512 scale, 
         }
         for (int j = 0; j < hi; ++j) {
             __m512 vv[kVPass];
-            for (int v = 0; v < kVPass; ++v) vv[v] = _mm512_loadu_ps(bv.vt + j * bv.v_stride + 16 * (v0 + v));
+            for (int v = 0; v < kVPass; ++v) vv[v] = load16(sv.vt[j] + 16 * (v0 + v));
             for (int u = 0; u < NQ; ++u) {
-                const __m512 w = _mm512_set1_ps(sc[(i0 + u) * bs + j]);
+                const __m512 w = _mm512_set1_ps(sc[(i0 + u) * kSpan + j]);
                 if (j < lo) {
                     for (int v = 0; v < kVPass; ++v) o[u][v] = _mm512_fmadd_ps(w, vv[v], o[u][v]);
                 } else {
@@ -127,19 +134,20 @@ void quad_block(const QueryGroup& g, int i0, const BlockView& bv, __m512 scale, 
     }
 }
 
-// NC = block_size / 16 position registers, NV = head_dim / 16 value registers.
-template <typename T, int NC, int NV>
+// BS = block size (16 or 32), NV = head_dim / 16 value registers.
+template <typename T, int BS, int NV>
 void attend_group_t(const HeadAttention& a, const QueryGroup& g, float* scratch) {
     const KVCache& kv = *a.kv;
-    constexpr int bs = 16 * NC, hd = 16 * NV;
+    constexpr int hd = 16 * NV;
+    static_assert(kSpan % BS == 0 && BS % 16 == 0);
     const int kv_dim = kv.config().kv_dim;
     const __m512 scale = _mm512_set1_ps(1.0f / std::sqrt(static_cast<float>(hd)));
     const int64_t off = static_cast<int64_t>(a.kv_head) * hd;
-    float* kb = scratch;                // (hd, bs) keys of the block as f32 (f16 caches)
-    float* vb = kb + bs * hd;           // (bs, hd) values as f32 (f16 caches)
-    float* m = vb + bs * hd;            // (n) running max
+    float* kb = scratch;                // (kSpan / BS) x (hd, BS) keys as f32 (f16 caches)
+    float* vb = kb + kSpan * hd;        // (kSpan, hd) values as f32 (f16 caches)
+    float* m = vb + kSpan * hd;         // (n) running max
     float* l = m + kMaxGroupQueries;    // (n) running sum of weights
-    float* sc = l + kMaxGroupQueries;   // (n, bs) this block's weights
+    float* sc = l + kMaxGroupQueries;   // (n, kSpan) this span's weights
     int n_max = 0;
     for (int i = 0; i < g.n; ++i) {
         m[i] = -INFINITY;
@@ -147,29 +155,49 @@ void attend_group_t(const HeadAttention& a, const QueryGroup& g, float* scratch)
         std::fill(g.out[i], g.out[i] + hd, 0.0f);
         n_max = std::max(n_max, g.n_pos[i]);
     }
-    for (int p0 = 0; p0 < n_max; p0 += bs) {
-        const int32_t b = a.blocks[p0 / bs];
-        const int n = std::min(bs, n_max - p0);
-        const T* kr = reinterpret_cast<const T*>(kv.k(b, a.layer)) + off * bs;
-        const T* vr = reinterpret_cast<const T*>(kv.v(b, a.layer)) + off;
-        BlockView bv{kb, vb, hd, p0, n};
-        if constexpr (std::is_same_v<T, float>) {
-            bv.kt = kr;  // an f32 cache is read in place
-            bv.vt = vr;
-            bv.v_stride = kv_dim;
-        } else {  // f16: converted once per block for all the queries
-            for (int i = 0; i < hd * bs; i += 16) _mm512_storeu_ps(kb + i, load16(kr + i));
-            for (int j = 0; j < n; ++j)
-                for (int v = 0; v < NV; ++v) _mm512_storeu_ps(vb + j * hd + 16 * v, load16(vr + int64_t(j) * kv_dim + 16 * v));
+    // An f16 cache is read and converted in place by a few queries (decode: one or two quads), and converted
+    // once per span into f32 scratch for many (a prompt chunk, a block of drafts).
+    constexpr bool kF16 = !std::is_same_v<T, float>;
+    const bool convert = kF16 && g.n > 2 * kQuad;
+    SpanView<T> sv;
+    SpanView<float> cv;
+    sv.kt_stride = cv.kt_stride = BS;
+    for (int p0 = 0; p0 < n_max; p0 += kSpan) {
+        sv.p0 = cv.p0 = p0;
+        sv.n = cv.n = std::min(kSpan, n_max - p0);
+        const int n_blocks = (sv.n + BS - 1) / BS;
+        for (int bi = 0; bi < kSpan / BS; ++bi) {
+            // Past the sequence's last block the registers are never loaded (their positions are not seen).
+            const int blk = std::min(bi, n_blocks - 1);
+            const int32_t b = a.blocks[p0 / BS + blk];
+            const T* kr = reinterpret_cast<const T*>(kv.k(b, a.layer)) + off * BS;
+            const T* vr = reinterpret_cast<const T*>(kv.v(b, a.layer)) + off;
+            for (int c = 0; c < BS / 16; ++c) sv.kt[bi * (BS / 16) + c] = kr + 16 * c;
+            for (int j = 0; j < BS; ++j) sv.vt[bi * BS + j] = vr + int64_t(j) * kv_dim;
+            if (convert && bi < n_blocks) {
+                float* kbb = kb + bi * hd * BS;
+                for (int i = 0; i < hd * BS; i += 16) _mm512_storeu_ps(kbb + i, load16(kr + i));
+                for (int c = 0; c < BS / 16; ++c) cv.kt[bi * (BS / 16) + c] = kbb + 16 * c;
+                const int nj = std::min(BS, sv.n - bi * BS);
+                for (int j = 0; j < nj; ++j) {
+                    float* row = vb + (bi * BS + j) * hd;
+                    for (int v = 0; v < NV; ++v) _mm512_storeu_ps(row + 16 * v, load16(vr + int64_t(j) * kv_dim + 16 * v));
+                    cv.vt[bi * BS + j] = row;
+                }
+            }
         }
-        int i0 = 0;
-        for (; i0 + kQuad <= g.n; i0 += kQuad) quad_block<NC, NV, kQuad>(g, i0, bv, scale, m, l, sc);
-        switch (g.n - i0) {
-            case 3: quad_block<NC, NV, 3>(g, i0, bv, scale, m, l, sc); break;
-            case 2: quad_block<NC, NV, 2>(g, i0, bv, scale, m, l, sc); break;
-            case 1: quad_block<NC, NV, 1>(g, i0, bv, scale, m, l, sc); break;
-            default: break;
-        }
+        auto run = [&](const auto& view) {
+            int i0 = 0;
+            for (; i0 + kQuad <= g.n; i0 += kQuad) quad_span<NV, kQuad>(g, i0, view, scale, m, l, sc);
+            switch (g.n - i0) {
+                case 3: quad_span<NV, 3>(g, i0, view, scale, m, l, sc); break;
+                case 2: quad_span<NV, 2>(g, i0, view, scale, m, l, sc); break;
+                case 1: quad_span<NV, 1>(g, i0, view, scale, m, l, sc); break;
+                default: break;
+            }
+        };
+        if (convert) run(cv);
+        else run(sv);
     }
     for (int i = 0; i < g.n; ++i) {
         const __m512 inv = _mm512_set1_ps(1.0f / l[i]);
@@ -177,19 +205,19 @@ void attend_group_t(const HeadAttention& a, const QueryGroup& g, float* scratch)
     }
 }
 
-template <int NC, int NV>
+template <int BS, int NV>
 void attend_group_nv(const HeadAttention& a, const QueryGroup& g, float* scratch) {
-    if (a.kv->config().type == DType::F16) attend_group_t<uint16_t, NC, NV>(a, g, scratch);
-    else attend_group_t<float, NC, NV>(a, g, scratch);
+    if (a.kv->config().type == DType::F16) attend_group_t<uint16_t, BS, NV>(a, g, scratch);
+    else attend_group_t<float, BS, NV>(a, g, scratch);
 }
 
-template <int NC>
-bool attend_group_nc(const HeadAttention& a, const QueryGroup& g, float* scratch) {
+template <int BS>
+bool attend_group_bs(const HeadAttention& a, const QueryGroup& g, float* scratch) {
     switch (a.head_dim) {
-        case 16: attend_group_nv<NC, 1>(a, g, scratch); return true;
-        case 32: attend_group_nv<NC, 2>(a, g, scratch); return true;
-        case 64: attend_group_nv<NC, 4>(a, g, scratch); return true;
-        case 128: attend_group_nv<NC, 8>(a, g, scratch); return true;
+        case 16: attend_group_nv<BS, 1>(a, g, scratch); return true;
+        case 32: attend_group_nv<BS, 2>(a, g, scratch); return true;
+        case 64: attend_group_nv<BS, 4>(a, g, scratch); return true;
+        case 128: attend_group_nv<BS, 8>(a, g, scratch); return true;
         default: return false;
     }
 }
@@ -198,8 +226,8 @@ bool attend_group_nc(const HeadAttention& a, const QueryGroup& g, float* scratch
 
 bool attend_group_avx512(const HeadAttention& a, const QueryGroup& g, float* scratch) {
     switch (a.kv->block_size()) {
-        case 16: return attend_group_nc<1>(a, g, scratch);
-        case 32: return attend_group_nc<2>(a, g, scratch);
+        case 16: return attend_group_bs<16>(a, g, scratch);
+        case 32: return attend_group_bs<32>(a, g, scratch);
         default: return false;
     }
 }

@@ -106,7 +106,7 @@ void run(RunOptions& o) {
     }
     auto t1 = Clock::now();
     const size_t n_prompt = tokens.size();
-    int n_gen = 0;
+    int n_gen = 0, n_steps = 0;  // tokens generated; forward passes after the prompt (the first token needs none)
     std::string reason = "length";
     while (n_gen < o.n_predict) {
         Sampled s = sampler.sample(logits.data(), tokens);
@@ -131,6 +131,7 @@ void run(RunOptions& o) {
         SeqBatch sb{std::span<const int32_t>(&tokens.back(), 1), static_cast<int>(tokens.size() - 1), lm.blocks,
                     Logits::Last};
         forward(m, {&sb, 1}, *lm.kv, scratch, lm.pool.get(), logits.data(), dump ? &dump : nullptr);
+        ++n_steps;
     }
     std::string rest = decoder.flush();
     rest = stops.push(rest) + stops.flush();
@@ -138,12 +139,17 @@ void run(RunOptions& o) {
     std::fflush(stdout);
     auto t2 = Clock::now();
     const double pre_s = seconds(t0, t1), dec_s = seconds(t1, t2);
-    const double dec_tps = n_gen > 0 ? n_gen / dec_s : 0;
-    std::fprintf(stderr,
-                 "\nflint: prompt %zu tokens in %.3f s (%.1f tok/s) | decode %d tokens in %.3f s (%.1f tok/s, %.3f ms/token, "
-                 "%.2f GB/s of weights) | stop: %s\n",
-                 n_prompt, pre_s, n_prompt / pre_s, n_gen, dec_s, dec_tps, n_gen ? 1e3 * dec_s / n_gen : 0.0,
-                 dec_tps * m.weights.matrix_bytes / 1e9, reason.c_str());
+    // Rates per decode step: the first generated token comes from the prompt's logits, so n tokens take
+    // n - 1 forward passes (counting n would overstate the rate, and report nonsense for one token).
+    std::fprintf(stderr, "\nflint: prompt %zu tokens in %.3f s (%.1f tok/s) | ", n_prompt, pre_s, n_prompt / pre_s);
+    if (n_steps > 0) {
+        const double step_tps = n_steps / dec_s;
+        std::fprintf(stderr, "decode %d tokens, %d steps in %.3f s (%.1f tok/s, %.3f ms/token, %.2f GB/s of weights)", n_gen,
+                     n_steps, dec_s, step_tps, 1e3 * dec_s / n_steps, step_tps * m.weights.matrix_bytes / 1e9);
+    } else {
+        std::fprintf(stderr, "decode %d token%s from the prompt's logits (no decode step)", n_gen, n_gen == 1 ? "" : "s");
+    }
+    std::fprintf(stderr, " | stop: %s\n", reason.c_str());
 }
 
 }  // namespace

@@ -58,3 +58,17 @@ TEST(RunErrors, MissingModelAndBadFlagsAreClear) {
     EXPECT_EQ(r.exit_code, 1);
     EXPECT_NE(read_text(err).find("chat"), std::string::npos) << read_text(err);
 }
+
+// The stats line counts decode steps, not tokens: n tokens take n - 1 forward passes after the prompt.
+TEST(RunStats, DecodeRatesArePerForwardStep) {
+    FLINT_REQUIRE_SHARED("models/stories260K.gguf");
+    const std::string m = shared_path("models/stories260K.gguf");
+    const std::string err = ::testing::TempDir() + "/flint_run_stats.txt";
+    CommandResult r = run_flint("run -m " + m + " -p Once --temp 0 --ignore-eos -t 1 -n 5", err);
+    ASSERT_EQ(r.exit_code, 0);
+    EXPECT_NE(read_text(err).find("decode 5 tokens, 4 steps in"), std::string::npos) << read_text(err);
+    r = run_flint("run -m " + m + " -p Once --temp 0 --ignore-eos -t 1 -n 1", err);
+    ASSERT_EQ(r.exit_code, 0);
+    EXPECT_NE(read_text(err).find("decode 1 token from the prompt's logits (no decode step)"), std::string::npos) << read_text(err);
+    EXPECT_EQ(read_text(err).find("GB/s"), std::string::npos) << "no rate without a decode step";
+}

@@ -197,7 +197,7 @@ void bench_edit(const BenchEditOptions& o) {
     };
     for (int a : o.accuracies) {
         if (o.trace) std::fprintf(stderr, "[spec] ---- %d%% ----\n", a);
-        row(std::to_string(a) + "%", edited(target, a, o.edit, model->config.n_vocab, rng), false);
+        row(std::to_string(a) + "%", edited(target, a, o.edit, model->config.n_vocab, rng), true);
     }
     row("none (prompt lookup)", {}, true);
 }

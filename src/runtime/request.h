@@ -32,7 +32,8 @@ struct GenerationRequest {
     Priority priority = Priority::Interactive;
     bool generate = true;                 // false: warm-up, prefill the prompt into the KV and finish
     std::vector<int32_t> prediction;      // predicted output tokens (speculative drafts), may be empty
-    bool prompt_lookup = true;            // draft from n-gram matches when there is no prediction
+    bool prompt_lookup = true;            // draft from n-gram matches when there is no prediction, or once
+                                          // the output has run past the prediction (PredictionDrafter::behind)
     std::string tag;                      // free text for logs and metrics (e.g. the response id)
 };
 

@@ -188,11 +188,11 @@ struct Runtime::Impl {
         s->sampler.emplace(r.sampling, model.config.n_vocab);
         s->decoder.emplace(tok);
         s->stops = StopMatcher(r.stop);
+        if (cfg.speculative && r.prompt_lookup) s->lookup.emplace();  // also once the output outgrows a prediction
         if (cfg.speculative && !r.prediction.empty()) {
             s->prediction.emplace(r.prediction);
             s->draft_len.emplace(cfg.max_draft, cfg.max_draft);  // predictions are usually good: start long
-        } else if (cfg.speculative && r.prompt_lookup) {
-            s->lookup.emplace();
+        } else if (s->lookup) {
             s->draft_len.emplace(4, cfg.max_draft);
         }
         requests_total++;
@@ -250,8 +250,19 @@ struct Runtime::Impl {
                                   s.req().max_tokens - static_cast<int>(s.output.size()) - 1);
         const int k = std::min(s.draft_len->next(), room);
         if (k <= 0) return;
-        if (s.prediction) s.prediction->propose(s.output, k, s.drafts);
-        else if (s.lookup) s.lookup->propose(s.tokens, k, s.drafts);
+        if (s.prediction) {
+            // Once the output has run past what the prediction offers (behind()), its own history drafts
+            // better: e.g. an output longer than the prediction, or one that lost its place on repetitive text.
+            s.prediction->update(s.output);
+            if (s.lookup && s.prediction->behind()) {
+                s.prediction->skip(s.output);
+                s.lookup->propose(s.tokens, k, s.drafts);
+            } else {
+                s.prediction->propose(s.output, k, s.drafts);
+            }
+        } else if (s.lookup) {
+            s.lookup->propose(s.tokens, k, s.drafts);
+        }
     }
 
     struct Entry {

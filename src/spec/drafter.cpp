@@ -43,7 +43,7 @@ PredictionDrafter::~PredictionDrafter() {
                  s.probe_proposed, s.misses, s.resyncs, s.steps_to_resync, s.short_blocks);
 }
 
-int64_t PredictionDrafter::resync(std::span<const int32_t> output) const {
+int64_t PredictionDrafter::resync(std::span<const int32_t> output, bool* ahead_out) const {
     // Where the output rejoins the prediction: occurrences of its last min_match tokens. Code and text
     // repeat themselves, so among the occurrences the one nearest to where the cursor would be had the
     // output kept pace with the prediction wins (an edit replaces, inserts or deletes a few tokens and the
@@ -74,6 +74,7 @@ int64_t PredictionDrafter::resync(std::span<const int32_t> output) const {
             best_ahead = ahead;
         }
     }
+    *ahead_out = best_ahead;
     return best;
 }
 
@@ -105,6 +106,7 @@ void PredictionDrafter::advance(std::span<const int32_t> output) {
             }
             ++cursor_;
             anchor_ = cursor_;
+            if (cursor_ > frontier_) behind_ = false;
             frontier_ = std::max(frontier_, cursor_);
             ++run_;
             if (!probe_ || run_ >= min_match_) probe_ = false, last_good_ = done;
@@ -112,7 +114,9 @@ void PredictionDrafter::advance(std::span<const int32_t> output) {
             run_ = 0;
             ++anchor_;
             probe_ = false;
-            cursor_ = resync(output.first(seen_ + 1));
+            bool ahead = false;
+            cursor_ = resync(output.first(seen_ + 1), &ahead);
+            if (cursor_ >= 0) behind_ = !ahead;
             if (cursor_ >= 0) {
                 // The output's last n-gram is in the prediction. On repetitive text that is often a phrase
                 // from elsewhere rather than the rejoin, but it tends to continue the same way there too
@@ -147,9 +151,29 @@ void PredictionDrafter::note_outcome(std::span<const int32_t> output) {
         std::fprintf(g_trace, "[spec]   accepted %zu / %zu%s\n", acc, last_drafts_.size(), miss ? " (miss)" : "");
 }
 
-void PredictionDrafter::propose(std::span<const int32_t> output, int k, std::vector<int32_t>& out) {
+bool PredictionDrafter::behind() const {
+    return behind_ && static_cast<int64_t>(pred_.size()) - frontier_ <= kProbeWindow;
+}
+
+void PredictionDrafter::update(std::span<const int32_t> output) {
+    if (output.size() == updated_at_) return;
+    updated_at_ = output.size();
     note_outcome(output);
     advance(output);
+}
+
+void PredictionDrafter::skip(std::span<const int32_t> output) {
+    update(output);
+    last_drafts_.clear();
+    last_at_ = output.size();
+    last_probe_ = false;
+    if (g_trace)
+        std::fprintf(g_trace, "[spec] out %zu: behind the prediction (cursor %lld): drafts from the output's history\n",
+                     output.size(), static_cast<long long>(cursor_));
+}
+
+void PredictionDrafter::propose(std::span<const int32_t> output, int k, std::vector<int32_t>& out) {
+    update(output);
     const bool lost = cursor_ < 0;
     const size_t before = out.size();
     if (!lost) {

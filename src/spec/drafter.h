@@ -48,17 +48,29 @@ public:
     void propose(std::span<const int32_t> output, int k, std::vector<int32_t>& out);
     // Folds newly generated tokens into the cursor (propose does this too).
     void advance(std::span<const int32_t> output);
+    // Scores the last drafts against the new output and advances (propose does this first; calling it
+    // before propose, to look at behind(), is harmless: once per output length).
+    void update(std::span<const int32_t> output);
     bool empty() const { return pred_.empty(); }
     int64_t cursor() const { return cursor_; }
     // The last proposal was a re-synchronisation probe (its outcome says little about the prediction).
     bool probing() const { return last_probe_; }
+    // The output has outrun the prediction: its last re-synchronisation found the output's tail only at or
+    // behind what was already matched, with less than a probe window of prediction left past that (the output
+    // is longer than the prediction, or drifted along it on repetitive text). Drafts then come better from the
+    // output's own history (LookupDrafter); see skip(). Mid-prediction, a match behind is left to the drafter.
+    bool behind() const;
+    // Folds the new output in (as propose does) for a step whose drafts came from elsewhere: no drafts of
+    // its own, no statistics for the step.
+    void skip(std::span<const int32_t> output);
     // Output tokens that continued the prediction where the cursor stood: the prediction tokens that
     // appeared in the completion.
     int matched() const { return matched_; }
     const DraftStats& stats() const { return stats_; }
 
 private:
-    int64_t resync(std::span<const int32_t> output) const;
+    // Where the output rejoins the prediction, or -1; *ahead: the position is past what was already matched.
+    int64_t resync(std::span<const int32_t> output, bool* ahead) const;
     // Where to probe after the model's token `last`: a position after that token in the prediction (≥ 0),
     // -p - 2 for a blind guess at p, or -1.
     int64_t probe_at(int32_t last) const;
@@ -74,6 +86,7 @@ private:
     int run_ = 0;            // output tokens in a row that followed the cursor
     int64_t anchor_ = 0;     // where the cursor would be had the output kept pace with the prediction
     int64_t frontier_ = 0;   // furthest prediction position the output has matched up to
+    bool behind_ = false;    // see behind()
     int64_t last_good_ = -1; // output length when the output last followed the prediction in step
     size_t seen_ = 0;        // output tokens already folded into the cursor
     int matched_ = 0;
@@ -81,6 +94,7 @@ private:
     // The last proposal, to count how much of it the output accepted.
     std::vector<int32_t> last_drafts_;
     size_t last_at_ = 0;
+    size_t updated_at_ = SIZE_MAX;  // output length update() last ran at
     bool last_probe_ = false;
     bool lost_since_miss_ = false;
     DraftStats stats_;

@@ -220,7 +220,10 @@ void LookupDrafter::propose(std::span<const int32_t> h, int k, std::vector<int32
         if (it == last_[n].end()) continue;
         const int64_t c = it->second;
         if (!std::equal(suffix.begin(), suffix.end(), h.begin() + (c - n))) continue;  // hash collision
-        for (int64_t j = c; j < static_cast<int64_t>(L) && k > 0; ++j, --k) out.push_back(h[j]);
+        // What followed the match, up to now; past now the text is taken to repeat with the period the match
+        // implies (L - c): a loop of one or a few tokens otherwise drafts a single token per step.
+        const int64_t period = static_cast<int64_t>(L) - c;
+        for (int64_t i = 0; i < k; ++i) out.push_back(h[c + i % period]);
         return;
     }
 }

@@ -103,7 +103,9 @@ private:
 class LookupDrafter {
 public:
     explicit LookupDrafter(int max_ngram = 4, int min_ngram = 2) : max_n_(max_ngram), min_n_(min_ngram), last_(max_ngram + 1) {}
-    // `history`: prompt and output so far, only ever appended to between calls. Appends up to k drafts.
+    // `history`: prompt and output so far, only ever appended to between calls. Appends k drafts when the
+    // latest n-gram has an earlier occurrence: what followed it, repeated with the implied period when that
+    // runs into the present.
     void propose(std::span<const int32_t> history, int k, std::vector<int32_t>& out);
 
 private:

@@ -349,6 +349,19 @@ TEST(Drafter, PromptLookupContinuesTheLatestMatchingNgram) {
     EXPECT_TRUE(drafts.empty());
 }
 
+TEST(Drafter, PromptLookupContinuesALoopPastThePresent) {
+    // The latest earlier "7 8" is just one period back: what followed it runs into the present, and the
+    // drafts continue the loop instead of stopping after one period.
+    LookupDrafter d(3, 2);
+    std::vector<int32_t> h = {1, 2, 7, 8, 7, 8, 7, 8}, drafts;
+    d.propose(h, 5, drafts);
+    EXPECT_EQ(drafts, (std::vector<int32_t>{7, 8, 7, 8, 7}));
+    drafts.clear();
+    LookupDrafter e(3, 2);
+    e.propose(std::vector<int32_t>{4, 9, 9, 9}, 4, drafts);  // a one-token loop
+    EXPECT_EQ(drafts, (std::vector<int32_t>{9, 9, 9, 9}));
+}
+
 TEST(Drafter, AdaptiveLengthKeepsItsLengthAfterAnIsolatedMissAndShrinksOnRepeatedOnes) {
     AdaptiveLength a(4, 16);  // no step timings: the prior cost model (a draft costs 0.1 of a step)
     a.update(4, 4);

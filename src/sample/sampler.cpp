@@ -91,6 +91,18 @@ void Sampler::distribution(const float* logits, std::span<const int32_t> history
     }
     const float inv_sum = static_cast<float>(1.0 / sum);
     for (TokenProb& c : cands_) c.p *= inv_sum;
+    if (params_.top_k == 0 && params_.top_p >= 1.0f) {
+        // No truncation by rank or mass (the API's default, top_p 1): nothing needs sorting. Sorting the whole
+        // vocabulary here cost ~30 ms a token at 151,936 tokens (a full partial_sort, since the mass of the
+        // sorted part never quite reaches 1.0 in float). Ids stay in order; draw() accumulates in double.
+        const float floor_p = inv_sum * params_.min_p;  // min_p of the most likely token's p (which is 1 / sum)
+        out.clear();
+        double kept = 0;
+        for (const TokenProb& c : cands_)
+            if (c.p >= floor_p) out.push_back(c), kept += c.p;
+        for (TokenProb& c : out) c.p = static_cast<float>(c.p / kept);
+        return;
+    }
     auto by_p = [](const TokenProb& a, const TokenProb& b) { return a.p > b.p || (a.p == b.p && a.id < b.id); };
     size_t limit = params_.top_k > 0 ? std::min<size_t>(params_.top_k, cands_.size()) : cands_.size();
     size_t sorted = std::min<size_t>(limit, 64);
@@ -130,8 +142,8 @@ float Sampler::uniform() {
 
 int32_t Sampler::draw(std::span<const TokenProb> dist) {
     if (dist.empty()) fail("sampler: empty distribution");
-    float r = uniform();
-    float acc = 0;
+    const double r = uniform();
+    double acc = 0;
     for (const TokenProb& c : dist) {
         acc += c.p;
         if (r < acc) return c.id;

@@ -62,6 +62,35 @@ TEST(Sampler, TopKTopPMinPTruncate) {
     EXPECT_EQ(d[2].id, 2);
 }
 
+// Without top-k / top-p the distribution is the whole (min_p-filtered) softmax, in id order: nothing is
+// sorted (a full sort of a 151,936-token vocabulary cost ~30 ms a token). Same set and probabilities as
+// the truncating path gives.
+TEST(Sampler, NoTruncationKeepsEveryTokenInIdOrder) {
+    std::vector<float> p = {0.07f, 0.5f, 0.03f, 0.25f, 0.15f};
+    std::vector<float> logits;
+    for (float x : p) logits.push_back(std::log(x));
+    std::vector<TokenProb> d;
+    Sampler(SamplingParams{}, 5).distribution(logits.data(), {}, d);
+    ASSERT_EQ(d.size(), 5u);
+    for (int i = 0; i < 5; ++i) {
+        EXPECT_EQ(d[i].id, i);
+        EXPECT_NEAR(d[i].p, p[i], 1e-6);
+    }
+    Sampler(SamplingParams{.min_p = 0.2f}, 5).distribution(logits.data(), {}, d);  // >= 0.1: ids 1, 3, 4
+    ASSERT_EQ(d.size(), 3u);
+    EXPECT_EQ(d[0].id, 1);
+    EXPECT_EQ(d[1].id, 3);
+    EXPECT_EQ(d[2].id, 4);
+    EXPECT_NEAR(d[0].p, 0.5f / 0.9f, 1e-6);
+    std::vector<TokenProb> sorted;  // the truncating path (a top_k that keeps everything) agrees on the set
+    Sampler(SamplingParams{.top_k = 5, .min_p = 0.2f}, 5).distribution(logits.data(), {}, sorted);
+    ASSERT_EQ(sorted.size(), 3u);
+    std::map<int32_t, float> a, b;
+    for (const TokenProb& t : d) a[t.id] = t.p;
+    for (const TokenProb& t : sorted) b[t.id] = t.p;
+    for (const auto& [id, q] : a) EXPECT_NEAR(q, b[id], 1e-6) << id;
+}
+
 TEST(Sampler, TemperatureSharpensDistribution) {
     std::vector<float> logits = {1.0f, 0.0f};
     std::vector<TokenProb> hot, cold;

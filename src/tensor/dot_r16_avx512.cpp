@@ -14,7 +14,6 @@
 // (tests/tensor/batch_invariance_test.cpp), as decode batching and draft verification need.
 #include <immintrin.h>
 
-#include <cstring>
 #include <utility>
 
 #include "tensor/kernels.h"
@@ -25,6 +24,8 @@
 
 namespace flint::detail {
 namespace {
+
+static_assert(kR16Rows == 16, "one repacked row per 32-bit lane of a 512-bit register");
 
 struct Q8R16 {
     using Block = BlockQ8_0R16;
@@ -52,13 +53,6 @@ struct Q4R16 {
         }
     }
 };
-
-// Activation quad k (elements 4k..4k+3) in every lane.
-inline __m512i quad(const int8_t* qs, int k) {
-    int32_t v;
-    std::memcpy(&v, qs + 4 * k, 4);
-    return _mm512_set1_epi32(v);
-}
 
 // acc + w . (activation quad k broadcast), the quad read by the instruction itself (EVEX embedded broadcast:
 // one fused load, where GCC emits a separate VPBROADCASTD for the intrinsic).
@@ -151,10 +145,8 @@ constexpr int id(DType t) { return static_cast<int>(t); }
 void fill_avx512_r16(KernelSet& k) {
     k.tile[id(DType::Q8_0_R16)] = tile_r16<Q8R16>;
     k.tile[id(DType::Q4_0_R16)] = tile_r16<Q4R16>;
-    for (DType t : {DType::Q8_0_R16, DType::Q4_0_R16}) {
+    for (DType t : {DType::Q8_0_R16, DType::Q4_0_R16})
         k.stream_tokens[id(t)] = 255;  // every token count: tiles of one group (kDecodeRows = 16 rows)
-        k.group_rows[id(t)] = 16;
-    }
     k.repack[id(DType::Q8_0)] = DType::Q8_0_R16;
     k.repack[id(DType::Q4_0)] = DType::Q4_0_R16;
 }

@@ -120,7 +120,7 @@ void tile_scalar(int64_t cols, const void* w, size_t w_stride, int nr, const voi
                                  reinterpret_cast<const A*>(static_cast<const char*>(a) + t * a_stride));
 }
 
-// Row i (0..15) of a group of sixteen repacked rows: the same block dots and the same f32 products, in
+// Row i (0..kR16Rows-1) of a group of repacked rows: the same block dots and the same f32 products, in
 // the same order, as dot_q8_0 / dot_q4_0 on the file's layout (Q8_0S carries Q8_0's rounded scale).
 float dot_q8_0r16(int64_t cols, const BlockQ8_0R16* w, int i, const BlockQ8_0S* a) {
     float sum = 0;
@@ -150,8 +150,8 @@ void tile_scalar_r16(int64_t cols, const void* w, size_t w_stride, int nr, const
                      float* y, int64_t ldy) {
     for (int t = 0; t < nt; ++t)
         for (int r = 0; r < nr; ++r)
-            y[t * ldy + r] = Dot(cols, reinterpret_cast<const W*>(static_cast<const char*>(w) + (r / 16) * 16 * w_stride),
-                                 r % 16, reinterpret_cast<const BlockQ8_0S*>(static_cast<const char*>(a) + t * a_stride));
+            y[t * ldy + r] = Dot(cols, reinterpret_cast<const W*>(static_cast<const char*>(w) + (r / kR16Rows) * kR16Rows * w_stride),
+                                 r % kR16Rows, reinterpret_cast<const BlockQ8_0S*>(static_cast<const char*>(a) + t * a_stride));
 }
 
 constexpr int id(DType t) { return static_cast<int>(t); }
@@ -179,8 +179,6 @@ void fill_scalar(KernelSet& k) {
     k.tile[id(DType::Q6_K)] = tile_scalar<BlockQ6_K, BlockQ8_K, dot_q6_k>;
     k.tile[id(DType::Q8_0_R16)] = tile_scalar_r16<BlockQ8_0R16, dot_q8_0r16>;
     k.tile[id(DType::Q4_0_R16)] = tile_scalar_r16<BlockQ4_0R16, dot_q4_0r16>;
-    k.group_rows[id(DType::Q8_0_R16)] = 16;
-    k.group_rows[id(DType::Q4_0_R16)] = 16;
     k.quantize_q8_0 = quantize_q8_0;
     k.quantize_q8_k = quantize_q8_k;
     k.dot_f32 = dot_f32_scalar;

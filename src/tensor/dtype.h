@@ -31,14 +31,14 @@ enum class DType : uint32_t {
     BF16 = 30,
     // flint's own layouts, never read from or written to a file (ids above GGUF's range; the GGUF
     // reader and writer refuse them, see is_file_type). Made at load time by tensor/repack.h.
-    Q8_0_R16 = 100,  // Q8_0 rows repacked sixteen at a time (BlockQ8_0R16)
+    Q8_0_R16 = 100,  // Q8_0 rows repacked sixteen at a time (BlockQ8_0R16); the first internal id
     Q4_0_R16 = 101,  // Q4_0 rows repacked sixteen at a time (BlockQ4_0R16)
     Q8_0_S = 102,   // activations for the _R16 kernels: Q8_0 with an f32 scale and the block's sum
 };
-// Types above this id are internal (indexes of the kernel tables run up to it).
+// Every id is below this (the kernel tables are indexed by id up to it).
 constexpr uint32_t kMaxDTypeId = 128;
 // A type GGUF files may contain (internal layouts are not).
-inline bool is_file_type(DType t) { return static_cast<uint32_t>(t) < 100; }
+inline bool is_file_type(DType t) { return static_cast<uint32_t>(t) < static_cast<uint32_t>(DType::Q8_0_R16); }
 
 struct DTypeTraits {
     std::string_view name;   // "q8_0"
@@ -53,7 +53,8 @@ std::string_view dtype_name(DType t);
 // Parses "q8_0", "Q8_0", "f16"...; nullopt when unknown.
 std::optional<DType> dtype_from_name(std::string_view name);
 
-// Bytes for a row of n elements (for the _R16 layouts: a sixteenth of sixteen rows' bytes); n must be a multiple of block_elems (checked by callers).
+// Bytes for a row of n elements (for the _R16 layouts: a sixteenth of sixteen rows' bytes); n must be a
+// multiple of block_elems (checked by callers).
 inline size_t row_bytes(DType t, size_t n) {
     DTypeTraits tr = traits(t);
     return n / tr.block_elems * tr.block_bytes;

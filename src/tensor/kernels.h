@@ -14,7 +14,7 @@ namespace flint::detail {
 // Dot products of a tile of weight rows with a batch of activation rows:
 //   y[t * ldy + r] = sum_c W[r, c] * A[t, c]     for r in [0, nr), t in [0, nt)
 // w: nr weight rows of `cols` elements, w_stride bytes apart (_R16 layouts: nr/16 groups of sixteen
-//    rows, 16 * w_stride bytes apart; nr a multiple of KernelSet::group_rows); nr <= kDecodeRows when nt == 1 or
+//    rows, 16 * w_stride bytes apart; nr a multiple of interleaved_rows, tensor/repack.h); nr <= kDecodeRows when nt == 1 or
 //    nt <= KernelSet::stream_tokens[type] (the kernel streams the rows one after another, see
 //    dot_avx512.cpp), otherwise nr <= kTileRows.
 // a: nt activation rows in the weight's activation format (activation_type), a_stride bytes apart.
@@ -38,8 +38,6 @@ struct KernelSet {
     uint8_t stream_tokens[kMaxDTypeId] = {};
     // Per file type: the layout these kernels want its matrices in (tensor/repack.h); F32: keep the file's.
     DType repack[kMaxDTypeId] = {};
-    // Per DType id: rows the layout interleaves (tiles start at and span multiples of it; 0: one).
-    uint8_t group_rows[kMaxDTypeId] = {};
     void (*quantize_q8_0)(const float* x, BlockQ8_0* y, int64_t n) = nullptr;
     void (*quantize_q8_k)(const float* x, BlockQ8_K* y, int64_t n) = nullptr;
     float (*dot_f32)(const float* a, const float* b, int64_t n) = nullptr;

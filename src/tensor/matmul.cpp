@@ -109,7 +109,7 @@ void check_weight(const WeightView& w) {
         fail("matmul: ", dtype_name(w.type), " weight [", w.rows, ", ", w.cols, "]: cols must be a positive multiple of ",
              tr->block_elems);
     if (!w.data && w.rows > 0) fail("matmul: weight has no data");
-    if (const int g = active_kernels().group_rows[int(w.type)]; g > 1 && w.rows % g != 0)
+    if (const int g = interleaved_rows(w.type); w.rows % g != 0)
         fail("matmul: ", dtype_name(w.type), " weight [", w.rows, ", ", w.cols, "]: rows must be a multiple of ", g);
 }
 
@@ -206,7 +206,7 @@ void matmul(const WeightView& w, const float* x, int64_t n_tokens, float* y, Thr
     // shares would leave the whole call waiting on whichever thread got preempted). Decode and small
     // batches use taller tiles where the kernel streams the rows of a tile one after another.
     const bool stream = n_tokens == 1 || n_tokens <= job.k->stream_tokens[int(w.type)];
-    job.tile_rows = std::max<int64_t>(stream ? kDecodeRows : kTileRows, job.k->group_rows[int(w.type)]);
+    job.tile_rows = std::max<int64_t>(stream ? kDecodeRows : kTileRows, interleaved_rows(w.type));
     const int64_t n_tiles = (w.rows + job.tile_rows - 1) / job.tile_rows;
     job.tiles_per_chunk = std::max<int64_t>(1, n_tiles / (int64_t(nth) * 8));
     job.n_chunks = (n_tiles + job.tiles_per_chunk - 1) / job.tiles_per_chunk;

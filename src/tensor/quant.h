@@ -30,8 +30,9 @@ struct BlockQ8_K { float d; int8_t qs[QK_K]; int16_t bsums[QK_K / 16]; };  // ac
 // 512-bit register holds row i: qs[64 k + 4 i + j] is row i's element 4k + j (Q8_0, k = 0..7, made
 // unsigned: level + 128) or row i's Q4_0 byte 4k + j (k = 0..3; low nibble element 4k + j, high nibble
 // element 16 + 4k + j, levels + 8 as Q4_0 stores them). Then the sixteen rows' scales.
-struct BlockQ8_0R16 { uint8_t qs[16 * QK]; uint16_t d[16]; };
-struct BlockQ4_0R16 { uint8_t qs[8 * QK]; uint16_t d[16]; };
+constexpr int kR16Rows = 16;  // rows per repacked group
+struct BlockQ8_0R16 { uint8_t qs[kR16Rows * QK]; uint16_t d[kR16Rows]; };
+struct BlockQ4_0R16 { uint8_t qs[kR16Rows * QK / 2]; uint16_t d[kR16Rows]; };
 // Activations for the _R16 kernels: Q8_0's levels and (fp16-rounded) scale, the scale as f32 and
 // ofs = -128 * (sum of the levels): the unsigned Q8_0 weight levels' offset correction (Q4_0's, -8 * sum, is
 // ofs / 16), once per block instead of per row.

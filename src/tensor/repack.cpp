@@ -10,12 +10,10 @@
 namespace flint {
 namespace {
 
-constexpr int kRows = 16;  // rows per repacked group
-
 // Sixteen rows of nb blocks each (`rows`, back to back as in the file) -> nb repacked blocks.
 void pack_q8_0(const BlockQ8_0* rows, int64_t nb, BlockQ8_0R16* out) {
     for (int64_t b = 0; b < nb; ++b) {
-        for (int i = 0; i < kRows; ++i) {
+        for (int i = 0; i < kR16Rows; ++i) {
             const BlockQ8_0& src = rows[i * nb + b];
             for (int e = 0; e < QK; ++e) out[b].qs[64 * (e / 4) + 4 * i + e % 4] = uint8_t(src.qs[e]) ^ 0x80;
             out[b].d[i] = src.d;
@@ -25,7 +23,7 @@ void pack_q8_0(const BlockQ8_0* rows, int64_t nb, BlockQ8_0R16* out) {
 
 void pack_q4_0(const BlockQ4_0* rows, int64_t nb, BlockQ4_0R16* out) {
     for (int64_t b = 0; b < nb; ++b) {
-        for (int i = 0; i < kRows; ++i) {
+        for (int i = 0; i < kR16Rows; ++i) {
             const BlockQ4_0& src = rows[i * nb + b];
             for (int j = 0; j < QK / 2; ++j) out[b].qs[64 * (j / 4) + 4 * i + j % 4] = src.qs[j];
             out[b].d[i] = src.d;
@@ -36,23 +34,27 @@ void pack_q4_0(const BlockQ4_0* rows, int64_t nb, BlockQ4_0R16* out) {
 }  // namespace
 
 std::optional<DType> repack_target(DType t, int64_t rows, int64_t cols) {
-    if (static_cast<uint32_t>(t) >= kMaxDTypeId || rows % kRows != 0 || cols % QK != 0) return std::nullopt;
+    if (static_cast<uint32_t>(t) >= kMaxDTypeId || rows % kR16Rows != 0 || cols % QK != 0) return std::nullopt;
     const DType to = detail::active_kernels().repack[static_cast<int>(t)];
     if (to == DType::F32) return std::nullopt;
     return to;
+}
+
+int interleaved_rows(DType t) {
+    return t == DType::Q8_0_R16 || t == DType::Q4_0_R16 ? kR16Rows : 1;
 }
 
 void repack_rows(DType from, DType to, void* data, int64_t rows, int64_t cols) {
     const bool q8 = from == DType::Q8_0 && to == DType::Q8_0_R16;
     const bool q4 = from == DType::Q4_0 && to == DType::Q4_0_R16;
     if (!q8 && !q4) fail("repack: no layout ", dtype_name(to), " for ", dtype_name(from));
-    if (rows % kRows != 0 || cols % QK != 0)
-        fail("repack: ", dtype_name(from), " [", rows, ", ", cols, "]: rows must be a multiple of 16, cols of 32");
+    if (rows % kR16Rows != 0 || cols % QK != 0)
+        fail("repack: ", dtype_name(from), " [", rows, ", ", cols, "]: rows must be a multiple of ", kR16Rows, ", cols of ", QK);
     const int64_t nb = cols / QK;
-    const size_t group_bytes = kRows * row_bytes(from, size_t(cols));
+    const size_t group_bytes = kR16Rows * row_bytes(from, size_t(cols));
     std::vector<uint8_t> tmp(group_bytes);
     auto* base = static_cast<uint8_t*>(data);
-    for (int64_t g = 0; g < rows / kRows; ++g) {
+    for (int64_t g = 0; g < rows / kR16Rows; ++g) {
         uint8_t* p = base + size_t(g) * group_bytes;
         std::memcpy(tmp.data(), p, group_bytes);
         if (q8) pack_q8_0(reinterpret_cast<const BlockQ8_0*>(tmp.data()), nb, reinterpret_cast<BlockQ8_0R16*>(p));
@@ -67,8 +69,8 @@ void dequantize_matrix_row(DType t, const void* data, int64_t row, int64_t cols,
         return;
     }
     const int64_t nb = cols / QK;
-    const int i = int(row % kRows);
-    const uint8_t* group = base + size_t(row / kRows) * kRows * row_bytes(t, size_t(cols));
+    const int i = int(row % kR16Rows);
+    const uint8_t* group = base + size_t(row / kR16Rows) * kR16Rows * row_bytes(t, size_t(cols));
     for (int64_t b = 0; b < nb; ++b) {
         float* y = out + b * QK;
         if (t == DType::Q8_0_R16) {

@@ -25,6 +25,10 @@ std::optional<DType> repack_target(DType t, int64_t rows, int64_t cols);
 // (Q8_0_R16 / Q4_0_R16); the bytes used stay the same.
 void repack_rows(DType from, DType to, void* data, int64_t rows, int64_t cols);
 
+// Rows the layout t interleaves (kR16Rows for the _R16 layouts, else 1): a matrix's row count is a multiple
+// of it, and kernel tiles start at and span multiples of it.
+int interleaved_rows(DType t);
+
 // Row `row` of a matrix stored in layout t (a file type or an _R16 layout) as f32: out[cols].
 void dequantize_matrix_row(DType t, const void* data, int64_t row, int64_t cols, float* out);
 

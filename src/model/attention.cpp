@@ -54,7 +54,7 @@ void attend_head_scalar(const HeadAttention& a, const float* q, float* scores, f
 size_t attend_group_scratch(const HeadAttention& a) {
     // K and V of one block (the AVX-512 kernel: of 64 positions) as f32, per-query running max / sum, and
     // the block's scores.
-    const size_t bs = std::max<size_t>(static_cast<size_t>(a.kv->block_size()), 64);
+    const size_t bs = std::max<size_t>(static_cast<size_t>(a.kv->block_size()), detail::kAttendSpan);
     return 2 * bs * a.head_dim + 2 * kMaxGroupQueries + kMaxGroupQueries * bs + static_cast<size_t>(a.n_pos);
 }
 

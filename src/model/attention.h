@@ -39,6 +39,8 @@ void attend_group(const HeadAttention& a, const QueryGroup& g, float* scratch);
 size_t attend_group_scratch(const HeadAttention& a);
 
 namespace detail {
+// Positions the AVX-512 kernel scores per online-softmax step (its scratch holds that many keys and values).
+constexpr int kAttendSpan = 64;
 // The scalar reference for one query (q, out: head_dim; scores: n_pos of scratch).
 void attend_head_scalar(const HeadAttention& a, const float* q, float* scores, float* out);
 // False when no compiled variant fits (block size 8/16/32, head dim 8/16/32/64/128).

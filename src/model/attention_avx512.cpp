@@ -1,6 +1,6 @@
 // AVX-512 grouped attention: the queries of a group (a KV head's query heads, for a few consecutive tokens)
-// walk the cache once, 64 positions at a time, four queries at a time. Keys are stored transposed (kv/kv_cache.h), so one register holds a
-// key dimension for 16 positions: a block's scores for four queries are one FMA per (query, dimension,
+// walk the cache once, 64 positions at a time, four queries at a time. Keys are stored transposed
+// (kv/kv_cache.h), so one register holds a key dimension for 16 positions: a block's scores for four queries are one FMA per (query, dimension,
 // 16 positions), each key register loaded once for the four; the weighted sum of values loads each value
 // row once for the four as well. Per query and position that is 2 * head_dim / 16 FMAs and a quarter of
 // the loads of the one-query-at-a-time AVX2 kernel (a draft block of 17 tokens x 7 heads has 119 queries
@@ -49,7 +49,7 @@ constexpr int kQuad = 4;
 // Positions per online-softmax step: four 16-lane registers. Scoring, the max, the rescale (one scalar exp
 // per query) and the sums are done once per 64 positions rather than per 16-position block: at a long
 // context the per-block softmax bookkeeping of seven decode queries cost about as much as the FMAs.
-constexpr int kSpan = 64, kRegs = kSpan / 16;
+constexpr int kSpan = kAttendSpan, kRegs = kSpan / 16;
 
 // kSpan consecutive positions (kSpan / bs blocks of the sequence's table), elements of T (the cache's f32 or
 // f16, or f16 converted to f32 once for many queries).

@@ -78,7 +78,7 @@ const float* opt_vec(const gguf::File& f, const std::string& name, int64_t n, st
 int repack_matrices(ModelWeights& w) {
     std::vector<WeightView*> views = {&w.token_embd, &w.output};
     for (LayerWeights& L : w.layers)
-        for (WeightView* v : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) views.push_back(v);
+        for (WeightView* v : L.matrices()) views.push_back(v);
     std::map<const void*, DType> done;  // data -> its new layout (a tied matrix appears twice)
     int n = 0;
     for (WeightView* v : views) {
@@ -124,7 +124,7 @@ ModelWeights bind_weights(const gguf::File& f, const ModelConfig& c, std::vector
         L.w_gate = matrix(f, p + "ffn_gate.weight", c.ffn_dim, c.dim);
         L.w_up = matrix(f, p + "ffn_up.weight", c.ffn_dim, c.dim);
         L.w_down = matrix(f, p + "ffn_down.weight", c.dim, c.ffn_dim);
-        for (const WeightView* v : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) w.matrix_bytes += bytes(*v);
+        for (const WeightView* v : L.matrices()) w.matrix_bytes += bytes(*v);
         w.layers.push_back(L);
     }
     return w;

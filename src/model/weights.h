@@ -2,6 +2,7 @@
 // Matrices are views into the mmapped file (no copy); small vectors (norms, biases) are f32, converted
 // once at load when stored otherwise. Shared by every sequence the model serves.
 #pragma once
+#include <array>
 #include <memory>
 #include <vector>
 
@@ -20,6 +21,10 @@ struct LayerWeights {
     const float* ffn_norm = nullptr;   // (dim)
     WeightView w_gate, w_up;           // (ffn_dim, dim)
     WeightView w_down;                 // (dim, ffn_dim)
+
+    // The layer's seven matrices, for code that treats them alike (byte counts, repacking).
+    std::array<WeightView*, 7> matrices() { return {&wq, &wk, &wv, &wo, &w_gate, &w_up, &w_down}; }
+    std::array<const WeightView*, 7> matrices() const { return {&wq, &wk, &wv, &wo, &w_gate, &w_up, &w_down}; }
 };
 
 struct ModelWeights {

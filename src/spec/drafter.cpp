@@ -116,8 +116,8 @@ void PredictionDrafter::advance(std::span<const int32_t> output) {
             probe_ = false;
             bool ahead = false;
             cursor_ = resync(output.first(seen_ + 1), &ahead);
-            if (cursor_ >= 0) behind_ = !ahead;
             if (cursor_ >= 0) {
+                behind_ = !ahead;
                 // The output's last n-gram is in the prediction. On repetitive text that is often a phrase
                 // from elsewhere rather than the rejoin, but it tends to continue the same way there too
                 // (prompt lookup over the prediction); measured, it beats guessing near the edit.

@@ -94,7 +94,7 @@ TEST(QuantizedGreedy, RepackedWeightsGiveTheFileLayoutsLogits) {
             auto counts = [&](const WeightView& v) { return v.type == type && v.rows % 16 == 0; };
             int expected = counts(mw.token_embd) + (mw.output.data != mw.token_embd.data && counts(mw.output));
             for (const LayerWeights& L : mw.layers)
-                for (const WeightView* v : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) expected += counts(*v);
+                for (const WeightView* v : L.matrices()) expected += counts(*v);
             EXPECT_GT(expected, 0);
             EXPECT_EQ(expected, packed->repacked) << dtype_name(type);
             EXPECT_NE(packed->weights.layers[0].wq.type, type);

@@ -40,14 +40,6 @@ void add_inplace(float* x, const float* y, int64_t count) {
     for (int64_t i = 0; i < count; ++i) x[i] += y[i];
 }
 
-// hb = silu(gate) * up, elementwise over [T][ffn].
-void swiglu(float* gate, const float* up, int64_t count) {
-    for (int64_t i = 0; i < count; ++i) {
-        float g = gate[i];
-        gate[i] = g / (1.0f + std::exp(-g)) * up[i];
-    }
-}
-
 void store_kv(KVCache& kv, int layer, std::span<const int32_t> blocks, int pos, const float* k, const float* v) {
     const int bs = kv.block_size();
     const int32_t b = blocks[pos / bs];
@@ -139,9 +131,8 @@ int64_t forward(const Model& m, std::span<const SeqBatch> batch, KVCache& kv, Fo
         const LayerWeights& L = w.layers[l];
         rms_norm(s.x.data(), L.attn_norm, s.xb.data(), T, dim, c.rms_eps);
         emit("attn_norm", l, s.xb.data(), dim);
-        matmul(L.wq, s.xb.data(), T, s.q.data(), pool);
-        matmul(L.wk, s.xb.data(), T, s.k.data(), pool);
-        matmul(L.wv, s.xb.data(), T, s.v.data(), pool);
+        const MatmulOut qkv[3] = {{L.wq, s.q.data()}, {L.wk, s.k.data()}, {L.wv, s.v.data()}};
+        matmul_many(qkv, s.xb.data(), T, pool);
         add_bias(s.q.data(), L.bq, T, q_dim);
         add_bias(s.k.data(), L.bk, T, kv_dim);
         add_bias(s.v.data(), L.bv, T, kv_dim);
@@ -193,9 +184,7 @@ int64_t forward(const Model& m, std::span<const SeqBatch> batch, KVCache& kv, Fo
 
         rms_norm(s.x.data(), L.ffn_norm, s.xb.data(), T, dim, c.rms_eps);
         emit("ffn_norm", l, s.xb.data(), dim);
-        matmul(L.w_gate, s.xb.data(), T, s.hb.data(), pool);
-        matmul(L.w_up, s.xb.data(), T, s.hb2.data(), pool);
-        swiglu(s.hb.data(), s.hb2.data(), T * ffn);
+        matmul_swiglu(L.w_gate, L.w_up, s.xb.data(), T, s.hb.data(), s.hb2.data(), pool);
         matmul(L.w_down, s.hb.data(), T, s.xb.data(), pool);
         emit("ffn_out", l, s.xb.data(), dim);
         add_inplace(s.x.data(), s.xb.data(), T * dim);

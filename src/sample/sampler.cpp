@@ -4,16 +4,12 @@
 #include <cmath>
 #include <limits>
 
+#include "tensor/vec.h"
 #include "util/error.h"
 
 namespace flint {
 
-int32_t argmax(const float* logits, int n) {
-    int32_t best = 0;
-    for (int i = 1; i < n; ++i)
-        if (logits[i] > logits[best]) best = i;
-    return best;
-}
+int32_t argmax(const float* logits, int n) { return static_cast<int32_t>(argmax_f32(logits, n)); }
 
 void log_softmax_top(const float* logits, int n, int k, std::vector<TokenProb>& out, float* logprob_of, int32_t id_of) {
     float mx = -std::numeric_limits<float>::infinity();

@@ -443,6 +443,7 @@ void fill_avx512(KernelSet& k) {
     for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q5_0, DType::Q4_K, DType::Q5_K, DType::Q6_K})
         k.stream_tokens[id(t)] = kStreamTokens;
     fill_avx512_r16(k);
+    fill_vec_avx512(k);
 }
 
 }  // namespace flint::detail

@@ -187,6 +187,8 @@ void fill_scalar(KernelSet& k) {
     k.axpy_f16 = axpy_f16_scalar;
     k.fp32_to_fp16_row = fp32_to_fp16_row_scalar;
     k.fp16_to_fp32_row = fp16_to_fp32_row_scalar;
+    k.silu_mul = silu_mul_scalar;
+    k.argmax_f32 = argmax_f32_scalar;
 }
 
 }  // namespace flint::detail

@@ -46,6 +46,8 @@ struct KernelSet {
     void (*axpy_f16)(float a, const uint16_t* x, float* y, int64_t n) = nullptr;
     void (*fp32_to_fp16_row)(const float* x, uint16_t* y, int64_t n) = nullptr;
     void (*fp16_to_fp32_row)(const uint16_t* x, float* y, int64_t n) = nullptr;
+    void (*silu_mul)(float* g, const float* u, int64_t n) = nullptr;
+    int64_t (*argmax_f32)(const float* x, int64_t n) = nullptr;
 };
 
 // The format activations are converted to before dotting with weights of type w:
@@ -57,7 +59,8 @@ void fill_scalar(KernelSet& k);
 void fill_avx2(KernelSet& k);      // dot_avx2.cpp (calls fill_vec_avx2)
 void fill_vec_avx2(KernelSet& k);  // vec_avx2.cpp
 void fill_avx512(KernelSet& k);     // defined in dot_avx512.cpp (calls fill_avx512_r16)
-void fill_avx512_r16(KernelSet& k);  // dot_r16_avx512.cpp: the sixteen-row layouts and when to repack
+void fill_avx512_r16(KernelSet& k);
+void fill_vec_avx512(KernelSet& k);  // vec_avx512.cpp  // dot_r16_avx512.cpp: the sixteen-row layouts and when to repack
 
 // Scalar vector kernels (vec.cpp), also used by the SIMD files for tails.
 float dot_f32_scalar(const float* a, const float* b, int64_t n);
@@ -66,6 +69,8 @@ void axpy_f32_scalar(float a, const float* x, float* y, int64_t n);
 void axpy_f16_scalar(float a, const uint16_t* x, float* y, int64_t n);
 void fp32_to_fp16_row_scalar(const float* x, uint16_t* y, int64_t n);
 void fp16_to_fp32_row_scalar(const uint16_t* x, float* y, int64_t n);
+void silu_mul_scalar(float* g, const float* u, int64_t n);
+int64_t argmax_f32_scalar(const float* x, int64_t n);
 
 // The kernel table in use (see matmul.h set_isa).
 const KernelSet& active_kernels();

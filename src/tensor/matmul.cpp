@@ -121,20 +121,35 @@ std::vector<uint8_t>& act_scratch() {
 
 }  // namespace
 
+// One matrix of a call: its rows, where they come from and where their products go.
+struct Segment {
+    const uint8_t* w = nullptr;
+    float* y = nullptr;
+    int64_t rows = 0;
+    int64_t first_chunk = 0;  // concatenated calls: this segment's chunks start here
+};
+
 // Everything one call needs, so the closures handed to the pool capture a single pointer: a
-// std::function then stores them in place (no allocation per call).
+// std::function then stores them in place (no allocation per call). A call multiplies one input by one
+// or more matrices of the same type and width (Q, K and V; gate and up): the activations are converted
+// once and all the rows are shared out in one parallel region. Segments are either concatenated (chunk
+// c belongs to one of them) or paired (chunk c covers the same rows of every segment, then `epilogue`
+// runs on those rows while they are hot: SwiGLU).
 struct MatmulJob {
+    static constexpr int kMaxSegments = 3;
     const KernelSet* k;
     TileFn tile;
     DType act_type;
-    const uint8_t* w;
     size_t w_stride;
-    int64_t rows, cols, n_tokens;
+    int64_t cols, n_tokens;
     const float* x;
     uint8_t* q;  // quantized activations (when act_type != F32)
     const uint8_t* act;
     size_t a_stride;
-    float* y;
+    Segment seg[kMaxSegments];
+    int n_seg = 0;
+    bool paired = false;
+    void (*epilogue)(const MatmulJob&, int64_t r0, int64_t r1) = nullptr;
     int64_t tile_rows, tiles_per_chunk, n_chunks;
     std::atomic<int64_t> next_chunk{0};
 
@@ -154,46 +169,79 @@ struct MatmulJob {
         }
     }
 
-    // Claims chunks of rows until none are left; each chunk is walked token block by token block.
-    void run_chunks() {
-        for (int64_t c; (c = next_chunk.fetch_add(1, std::memory_order_relaxed)) < n_chunks;) {
-            const int64_t r0 = c * tiles_per_chunk * tile_rows;
-            const int64_t r1 = std::min(rows, r0 + tiles_per_chunk * tile_rows);
-            for (int64_t t0 = 0; t0 < n_tokens; t0 += kTokenBlock) {
-                const int nt = int(std::min(kTokenBlock, n_tokens - t0));
-                for (int64_t r = r0; r < r1; r += tile_rows) {
-                    const int nr = int(std::min<int64_t>(tile_rows, r1 - r));
-                    tile(cols, w + size_t(r) * w_stride, w_stride, nr, act + size_t(t0) * a_stride, a_stride, nt,
-                         y + t0 * rows + r, rows);
-                }
+    int64_t chunks_of(int64_t rows) const {
+        const int64_t n_tiles = (rows + tile_rows - 1) / tile_rows;
+        return (n_tiles + tiles_per_chunk - 1) / tiles_per_chunk;
+    }
+
+    // Rows [r0, r1) of one segment, token block by token block.
+    void rows_of(const Segment& s, int64_t r0, int64_t r1) const {
+        for (int64_t t0 = 0; t0 < n_tokens; t0 += kTokenBlock) {
+            const int nt = int(std::min(kTokenBlock, n_tokens - t0));
+            for (int64_t r = r0; r < r1; r += tile_rows) {
+                const int nr = int(std::min<int64_t>(tile_rows, r1 - r));
+                tile(cols, s.w + size_t(r) * w_stride, w_stride, nr, act + size_t(t0) * a_stride, a_stride, nt,
+                     s.y + t0 * s.rows + r, s.rows);
             }
+        }
+    }
+
+    // Claims chunks of rows until none are left.
+    void run_chunks() {
+        const int64_t chunk_rows = tiles_per_chunk * tile_rows;
+        for (int64_t c; (c = next_chunk.fetch_add(1, std::memory_order_relaxed)) < n_chunks;) {
+            if (paired) {
+                const int64_t r0 = c * chunk_rows, r1 = std::min(seg[0].rows, r0 + chunk_rows);
+                for (int i = 0; i < n_seg; ++i) rows_of(seg[i], r0, r1);
+                epilogue(*this, r0, r1);
+                continue;
+            }
+            int i = n_seg - 1;
+            while (seg[i].first_chunk > c) --i;
+            const int64_t r0 = (c - seg[i].first_chunk) * chunk_rows;
+            rows_of(seg[i], r0, std::min(seg[i].rows, r0 + chunk_rows));
         }
     }
 };
 
-void matmul(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool* pool) {
-    check_weight(w);
-    if (n_tokens <= 0 || w.rows == 0) return;
+namespace {
+
+// The shared part of every call: checks, activation conversion, chunking, the parallel region.
+// outs are (weight, output) pairs of one type and width; paired calls need equal row counts too.
+void run_matmul(std::span<const MatmulOut> outs, const float* x, int64_t n_tokens, ThreadPool* pool,
+                void (*epilogue)(const MatmulJob&, int64_t, int64_t)) {
+    const WeightView& w0 = outs[0].w;
+    int64_t total_rows = 0;
+    for (const MatmulOut& o : outs) {
+        check_weight(o.w);
+        total_rows += o.w.rows;
+    }
+    if (n_tokens <= 0 || total_rows == 0) return;
     MatmulJob job;
     job.k = &active_kernels();
-    job.tile = job.k->tile[int(w.type)];
-    job.act_type = activation_type(w.type);
-    job.w = static_cast<const uint8_t*>(w.data);
-    job.w_stride = row_bytes(w.type, size_t(w.cols));
-    job.rows = w.rows;
-    job.cols = w.cols;
+    job.tile = job.k->tile[int(w0.type)];
+    job.act_type = activation_type(w0.type);
+    job.w_stride = row_bytes(w0.type, size_t(w0.cols));
+    job.cols = w0.cols;
     job.n_tokens = n_tokens;
     job.x = x;
-    job.y = y;
+    job.paired = epilogue != nullptr;
+    job.epilogue = epilogue;
+    job.n_seg = int(outs.size());
+    for (int i = 0; i < job.n_seg; ++i) {
+        job.seg[i].w = static_cast<const uint8_t*>(outs[size_t(i)].w.data);
+        job.seg[i].y = outs[size_t(i)].y;
+        job.seg[i].rows = outs[size_t(i)].w.rows;
+    }
 
     const int nth = pool ? pool->size() : 1;
-    const bool parallel = nth > 1 && w.rows * w.cols * n_tokens >= kMinParallelMacs;
+    const bool parallel = nth > 1 && total_rows * w0.cols * n_tokens >= kMinParallelMacs;
 
     // (1) activations, converted once for the whole call (decode: on this thread, it is ~1 µs).
     job.act = reinterpret_cast<const uint8_t*>(x);
-    job.a_stride = size_t(w.cols) * sizeof(float);
+    job.a_stride = size_t(w0.cols) * sizeof(float);
     if (job.act_type != DType::F32) {
-        job.a_stride = row_bytes(job.act_type, size_t(w.cols));
+        job.a_stride = row_bytes(job.act_type, size_t(w0.cols));
         std::vector<uint8_t>& buf = act_scratch();
         if (buf.size() < job.a_stride * size_t(n_tokens)) buf.resize(job.a_stride * size_t(n_tokens));
         job.q = buf.data();
@@ -205,13 +253,62 @@ void matmul(const WeightView& w, const float* x, int64_t n_tokens, float* y, Thr
     // (2) rows in chunks; a thread claims the next chunk when done (the cores are shared, so static
     // shares would leave the whole call waiting on whichever thread got preempted). Decode and small
     // batches use taller tiles where the kernel streams the rows of a tile one after another.
-    const bool stream = n_tokens == 1 || n_tokens <= job.k->stream_tokens[int(w.type)];
-    job.tile_rows = std::max<int64_t>(stream ? kDecodeRows : kTileRows, interleaved_rows(w.type));
-    const int64_t n_tiles = (w.rows + job.tile_rows - 1) / job.tile_rows;
+    const bool stream = n_tokens == 1 || n_tokens <= job.k->stream_tokens[int(w0.type)];
+    job.tile_rows = std::max<int64_t>(stream ? kDecodeRows : kTileRows, interleaved_rows(w0.type));
+    const int64_t n_tiles = (total_rows + job.tile_rows - 1) / job.tile_rows;
     job.tiles_per_chunk = std::max<int64_t>(1, n_tiles / (int64_t(nth) * 8));
-    job.n_chunks = (n_tiles + job.tiles_per_chunk - 1) / job.tiles_per_chunk;
+    if (job.paired) {  // a chunk covers its rows in every segment: the same work per chunk as concatenated
+        job.tiles_per_chunk = std::max<int64_t>(1, job.tiles_per_chunk / job.n_seg);
+        job.n_chunks = job.chunks_of(w0.rows);
+    } else {
+        job.n_chunks = 0;
+        for (int i = 0; i < job.n_seg; ++i) {
+            job.seg[i].first_chunk = job.n_chunks;
+            job.n_chunks += job.chunks_of(job.seg[i].rows);
+        }
+    }
     if (parallel) pool->run([j = &job](int, int) { j->run_chunks(); });
     else job.run_chunks();
+}
+
+// Paired gate/up: segment 0's rows become silu(gate) * up, in place.
+void swiglu_rows(const MatmulJob& j, int64_t r0, int64_t r1) {
+    const int64_t rows = j.seg[0].rows;
+    for (int64_t t = 0; t < j.n_tokens; ++t) {
+        j.k->silu_mul(j.seg[0].y + t * rows + r0, j.seg[1].y + t * rows + r0, r1 - r0);
+    }
+}
+
+}  // namespace
+
+void matmul(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool* pool) {
+    const MatmulOut one{w, y};
+    run_matmul({&one, 1}, x, n_tokens, pool, nullptr);
+}
+
+void matmul_many(std::span<const MatmulOut> outs, const float* x, int64_t n_tokens, ThreadPool* pool) {
+    // One region for all of them where they share a type and width; otherwise one call each.
+    bool same = outs.size() <= size_t(MatmulJob::kMaxSegments);
+    for (const MatmulOut& o : outs) same = same && o.w.type == outs[0].w.type && o.w.cols == outs[0].w.cols;
+    if (same && !outs.empty()) {
+        run_matmul(outs, x, n_tokens, pool, nullptr);
+        return;
+    }
+    for (const MatmulOut& o : outs) matmul(o.w, x, n_tokens, o.y, pool);
+}
+
+void matmul_swiglu(const WeightView& gate, const WeightView& up, const float* x, int64_t n_tokens, float* h,
+                   float* up_out, ThreadPool* pool) {
+    if (gate.rows != up.rows || gate.cols != up.cols)
+        fail("matmul_swiglu: gate [", gate.rows, ", ", gate.cols, "] and up [", up.rows, ", ", up.cols, "] differ");
+    const MatmulOut outs[2] = {{gate, h}, {up, up_out}};
+    if (gate.type == up.type) {
+        run_matmul(outs, x, n_tokens, pool, swiglu_rows);
+        return;
+    }
+    matmul(gate, x, n_tokens, h, pool);
+    matmul(up, x, n_tokens, up_out, pool);
+    active_kernels().silu_mul(h, up_out, n_tokens * gate.rows);
 }
 
 void get_row(const WeightView& w, int64_t row, float* out) {

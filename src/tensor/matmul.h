@@ -7,6 +7,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
 #include "tensor/dtype.h"
 
@@ -25,6 +26,22 @@ struct WeightView {
 // Work is split across the pool by output rows, so each weight byte is read once per call however
 // many tokens are in the batch. `pool` may be null (single thread).
 void matmul(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool* pool);
+
+// Several products of the same input (Q, K and V of a layer): y_i = W_i · x for each pair. Where the
+// matrices share a type and width (and there are at most three) the activations are converted once and
+// all rows are shared out in one parallel region; otherwise it is one matmul per pair. Results are the
+// same bits as separate matmul calls.
+struct MatmulOut {
+    WeightView w;
+    float* y = nullptr;
+};
+void matmul_many(std::span<const MatmulOut> outs, const float* x, int64_t n_tokens, ThreadPool* pool);
+
+// The SwiGLU feed-forward's first half: h[t, r] = silu(gate · x)[t, r] * (up · x)[t, r], with up's product
+// left in up_out ([n_tokens][rows] each). gate and up must have the same shape. Same type: one region,
+// the rows of gate and up computed together and combined while hot; otherwise two matmuls and a pass.
+void matmul_swiglu(const WeightView& gate, const WeightView& up, const float* x, int64_t n_tokens, float* h,
+                   float* up_out, ThreadPool* pool);
 
 // One row of W as f32 (embedding lookup): out[cols].
 void get_row(const WeightView& w, int64_t row, float* out);

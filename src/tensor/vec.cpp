@@ -2,6 +2,8 @@
 // that call through the active kernel table.
 #include "tensor/vec.h"
 
+#include <cmath>
+
 #include "tensor/kernels.h"
 
 namespace flint {
@@ -35,6 +37,17 @@ void fp16_to_fp32_row_scalar(const uint16_t* x, float* y, int64_t n) {
     for (int64_t i = 0; i < n; ++i) y[i] = fp16_to_fp32(x[i]);
 }
 
+void silu_mul_scalar(float* g, const float* u, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) g[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+}
+
+int64_t argmax_f32_scalar(const float* x, int64_t n) {
+    int64_t best = 0;
+    for (int64_t i = 1; i < n; ++i)
+        if (x[i] > x[best]) best = i;
+    return best;
+}
+
 }  // namespace detail
 
 float dot_f32(const float* a, const float* b, int64_t n) { return detail::active_kernels().dot_f32(a, b, n); }
@@ -47,5 +60,7 @@ void axpy_f16(float a, const uint16_t* x_f16, float* y, int64_t n) {
 }
 void fp32_to_fp16_row(const float* x, uint16_t* y, int64_t n) { detail::active_kernels().fp32_to_fp16_row(x, y, n); }
 void fp16_to_fp32_row(const uint16_t* x, float* y, int64_t n) { detail::active_kernels().fp16_to_fp32_row(x, y, n); }
+void silu_mul(float* g, const float* u, int64_t n) { detail::active_kernels().silu_mul(g, u, n); }
+int64_t argmax_f32(const float* x, int64_t n) { return detail::active_kernels().argmax_f32(x, n); }
 
 }  // namespace flint

@@ -11,5 +11,10 @@ void axpy_f32(float a, const float* x, float* y, int64_t n);          // y += a*
 void axpy_f16(float a, const uint16_t* x_f16, float* y, int64_t n);   // y += a*x, x in IEEE half
 void fp32_to_fp16_row(const float* x, uint16_t* y, int64_t n);
 void fp16_to_fp32_row(const uint16_t* x, float* y, int64_t n);
+// g[i] = silu(g[i]) * u[i] = g / (1 + exp(-g)) * u: the SwiGLU gate. SIMD versions use a polynomial exp
+// (within a few ulp of the scalar reference's std::exp).
+void silu_mul(float* g, const float* u, int64_t n);
+// The index of the largest x[i], the first one on ties; NaNs are skipped (x[0] NaN: 0). n >= 1.
+int64_t argmax_f32(const float* x, int64_t n);
 
 }  // namespace flint

@@ -2,6 +2,9 @@
 // the scalar reference. Sums use four accumulators so the FMA latency is hidden.
 #include <immintrin.h>
 
+#include <cmath>
+
+#include "tensor/exp_poly.h"
 #include "tensor/hsum_avx2.h"
 #include "tensor/kernels.h"
 
@@ -63,6 +66,62 @@ void fp16_to_fp32_row_avx2(const uint16_t* x, float* y, int64_t n) {
     fp16_to_fp32_row_scalar(x + i, y + i, n - i);
 }
 
+// e^x for x clamped to [kMin, kMax] (tensor/exp_poly.h).
+__m256 exp_avx2(__m256 x) {
+    using namespace exp_poly;
+    x = _mm256_min_ps(_mm256_set1_ps(kMax), _mm256_max_ps(_mm256_set1_ps(kMin), x));  // NaN stays NaN
+    const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(kLog2e)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(kLn2Hi), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(kLn2Lo), r);
+    __m256 p = _mm256_set1_ps(kP[0]);
+    for (int i = 1; i < 6; ++i) p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kP[i]));
+    p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+    const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+}
+
+// The tail goes through the same lanes (masked), so an element's result never depends on where a call
+// splits the row: matmul_swiglu hands out different row ranges for different batch sizes.
+void silu_mul_avx2(float* g, const float* u, int64_t n) {
+    const __m256 one = _mm256_set1_ps(1.0f), zero = _mm256_setzero_ps();
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    for (int64_t i = 0; i < n; i += 8) {
+        const int left = n - i >= 8 ? 8 : int(n - i);
+        const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(left), lane);
+        const __m256 x = _mm256_maskload_ps(g + i, m);
+        const __m256 e = exp_avx2(_mm256_sub_ps(zero, x));
+        // Where exp(-g) overflows (g < -kMax) silu(g) is below 1e-36: 0, not g / (1 + e^kMax).
+        const __m256 finite = _mm256_cmp_ps(x, _mm256_set1_ps(-exp_poly::kMax), _CMP_NLT_UQ);
+        const __m256 s = _mm256_and_ps(finite, _mm256_div_ps(x, _mm256_add_ps(one, e)));
+        _mm256_maskstore_ps(g + i, m, _mm256_mul_ps(s, _mm256_maskload_ps(u + i, m)));
+    }
+}
+
+// Two passes: the maximum (MAXPS returns its second operand when the first is NaN, so NaNs are skipped),
+// then the first index holding it.
+int64_t argmax_f32_avx2(const float* x, int64_t n) {
+    if (n < 16 || std::isnan(x[0])) return argmax_f32_scalar(x, n);
+    __m256 m0 = _mm256_set1_ps(x[0]), m1 = m0;
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        m0 = _mm256_max_ps(_mm256_loadu_ps(x + i), m0);
+        m1 = _mm256_max_ps(_mm256_loadu_ps(x + i + 8), m1);
+    }
+    alignas(32) float lanes[8];
+    _mm256_store_ps(lanes, _mm256_max_ps(m0, m1));
+    float m = lanes[0];
+    for (float v : lanes) m = v > m ? v : m;
+    for (; i < n; ++i) m = x[i] > m ? x[i] : m;
+    const __m256 mv = _mm256_set1_ps(m);
+    for (i = 0; i + 8 <= n; i += 8) {
+        const int mask = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(x + i), mv, _CMP_EQ_OQ));
+        if (mask) return i + __builtin_ctz(unsigned(mask));
+    }
+    for (; i < n; ++i)
+        if (x[i] == m) return i;
+    return 0;
+}
+
 }  // namespace
 
 void fill_vec_avx2(KernelSet& k) {
@@ -72,6 +131,8 @@ void fill_vec_avx2(KernelSet& k) {
     k.axpy_f16 = axpy_f16_avx2;
     k.fp32_to_fp16_row = fp32_to_fp16_row_avx2;
     k.fp16_to_fp32_row = fp16_to_fp32_row_avx2;
+    k.silu_mul = silu_mul_avx2;
+    k.argmax_f32 = argmax_f32_avx2;
 }
 
 }  // namespace flint::detail

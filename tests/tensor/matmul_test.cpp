@@ -3,11 +3,13 @@
 
 #include <cmath>
 #include <cstring>
+#include <string>
 
 #include "tensor/kernels.h"
 #include "tensor/matmul.h"
 #include "tensor/quant.h"
 #include "tensor/thread_pool.h"
+#include "tensor/vec.h"
 #include "tensor_test_util.h"
 #include "util/error.h"
 
@@ -178,6 +180,55 @@ TEST(Matmul, LargeBatchUsesEveryTokenBlock) {
         matmul(w, x.data(), nt, y.data(), &pool);
         for (size_t i = 0; i < y.size(); ++i) ASSERT_NEAR(y[i], ref.y[i], ref.bound[i]) << dtype_name(t) << " i " << i;
     }
+}
+
+// matmul_many (Q, K, V) and matmul_swiglu (gate, up) give the bits of separate matmul calls (plus silu_mul),
+// for decode, draft-sized and prompt-sized batches, one or two threads, every ISA, the fused region and the
+// fallback for mixed types (a Q4_K_M file's V is Q6_K).
+TEST(Matmul, FusedCallsEqualSeparateCalls) {
+    IsaGuard guard;
+    ThreadPool pool(2);
+    const int64_t cols = 256, rq = 96, rkv = 32, rf = 176;
+    auto weight = [&](DType t, int64_t rows, uint32_t seed) { return quantize_matrix(t, random_floats(size_t(rows * cols), seed), rows, cols); };
+    for (Isa isa : available_isas()) {
+        set_isa(isa);
+        for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::F16}) {
+            const DType tv = t == DType::Q4_K ? DType::Q6_K : t;  // mixed types: one call each
+            const auto wq = weight(t, rq, 1), wk = weight(t, rkv, 2), wv = weight(tv, rkv, 3);
+            const auto wg = weight(t, rf, 4), wu = weight(tv, rf, 5);
+            const WeightView Q{t, wq.data(), rq, cols}, K{t, wk.data(), rkv, cols}, V{tv, wv.data(), rkv, cols};
+            const WeightView G{t, wg.data(), rf, cols}, U{tv, wu.data(), rf, cols};
+            for (int64_t nt : {1, 3, 17, 70}) {
+                const auto x = random_floats(size_t(nt * cols), uint32_t(nt));
+                for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+                    std::vector<float> q(size_t(nt * rq)), k(size_t(nt * rkv)), v(size_t(nt * rkv));
+                    std::vector<float> q2 = q, k2 = k, v2 = v;
+                    matmul(Q, x.data(), nt, q.data(), p);
+                    matmul(K, x.data(), nt, k.data(), p);
+                    matmul(V, x.data(), nt, v.data(), p);
+                    const MatmulOut outs[3] = {{Q, q2.data()}, {K, k2.data()}, {V, v2.data()}};
+                    matmul_many(outs, x.data(), nt, p);
+                    const std::string at = std::string(dtype_name(t)) + " " + isa_name(isa) + " nt " + std::to_string(nt);
+                    EXPECT_EQ(q, q2) << at;
+                    EXPECT_EQ(k, k2) << at;
+                    EXPECT_EQ(v, v2) << at;
+
+                    std::vector<float> g(size_t(nt * rf)), u(g.size()), h(g.size()), u2(g.size());
+                    matmul(G, x.data(), nt, g.data(), p);
+                    matmul(U, x.data(), nt, u.data(), p);
+                    silu_mul(g.data(), u.data(), nt * rf);
+                    matmul_swiglu(G, U, x.data(), nt, h.data(), u2.data(), p);
+                    EXPECT_EQ(u, u2) << at;
+                    EXPECT_EQ(g, h) << at;
+                }
+            }
+        }
+    }
+    std::vector<uint8_t> buf(1 << 16);
+    std::vector<float> x(256), y(4096);
+    EXPECT_THROW(matmul_swiglu(WeightView{DType::F32, buf.data(), 8, 256}, WeightView{DType::F32, buf.data(), 16, 256},
+                               x.data(), 1, y.data(), y.data() + 2048, nullptr),
+                 Error);
 }
 
 TEST(Matmul, GetRowDequantizesOneRow) {

@@ -1,6 +1,7 @@
 // Vector kernels: every instruction set against the scalar reference, lengths 0..100 (tails included).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "tensor/bandwidth.h"
@@ -51,6 +52,74 @@ TEST(Vec, EveryIsaMatchesScalar) {
             EXPECT_EQ(h2, h) << isa_name(isa);  // conversions are exact: round to nearest even both ways
             EXPECT_EQ(f2, f) << isa_name(isa);
         }
+    }
+}
+
+// The SwiGLU gate over the whole range the clamp in the vector exp matters for: every ISA within a few
+// ulp of the scalar reference (std::exp); where exp(-g) overflows a float the SIMD versions give 0 and the
+// reference a value below 1e-30.
+TEST(Vec, SiluMulMatchesScalarOverTheRange) {
+    test::IsaGuard guard;
+    std::vector<float> g;
+    for (float x = -120.0f; x <= 120.0f; x += 0.0371f) g.push_back(x);
+    for (float x : {0.0f, -0.0f, 1e-30f, -1e-30f, 87.0f, -87.0f, 88.5f, -88.5f, 89.0f, -89.0f, 1e30f, -1e30f}) g.push_back(x);
+    const auto noise = test::random_floats(g.size(), 7, 3.0f);
+    std::vector<float> u(g.size());
+    for (size_t i = 0; i < g.size(); ++i) u[i] = 0.5f + noise[i];
+    set_isa(Isa::Scalar);
+    for (int64_t n : {int64_t(0), int64_t(1), int64_t(15), int64_t(17), static_cast<int64_t>(g.size())}) {
+        std::vector<float> want = g;
+        silu_mul(want.data(), u.data(), n);
+        for (Isa isa : test::available_isas()) {
+            set_isa(isa);
+            std::vector<float> got = g;
+            silu_mul(got.data(), u.data(), n);
+            for (int64_t i = 0; i < n; ++i)
+                ASSERT_NEAR(got[size_t(i)], want[size_t(i)], 4e-7f * std::fabs(want[size_t(i)]) + 1e-30f)
+                    << isa_name(isa) << " g " << g[size_t(i)] << " u " << u[size_t(i)];
+            set_isa(Isa::Scalar);
+        }
+    }
+    // Exact values on every ISA: silu(0) = 0, silu(x) = x for large x, 0 for very negative x; NaN stays NaN.
+    for (Isa isa : test::available_isas()) {
+        set_isa(isa);
+        std::vector<float> z = {0.0f, 100.0f, -200.0f, std::nanf("")}, one(4, 1.0f);
+        silu_mul(z.data(), one.data(), 4);
+        EXPECT_EQ(z[0], 0.0f) << isa_name(isa);
+        EXPECT_EQ(z[1], 100.0f) << isa_name(isa);
+        EXPECT_EQ(z[2], 0.0f) << isa_name(isa);
+        EXPECT_TRUE(std::isnan(z[3])) << isa_name(isa);
+    }
+}
+
+// argmax: the first index of the maximum on every ISA, on vocabulary-sized rows with ties, at every
+// position and length (tails), and with NaNs, which are skipped unless they come first.
+TEST(Vec, ArgmaxIsTheFirstMaximumOnEveryIsa) {
+    test::IsaGuard guard;
+    const auto base = test::random_floats(151936, 11);
+    set_isa(Isa::Scalar);
+    const int64_t want = argmax_f32(base.data(), int64_t(base.size()));
+    for (Isa isa : test::available_isas()) {
+        set_isa(isa);
+        EXPECT_EQ(argmax_f32(base.data(), int64_t(base.size())), want) << isa_name(isa);
+        for (int64_t n : {1, 2, 15, 16, 17, 31, 32, 33, 63, 100, 1000}) {
+            for (int64_t at = 0; at < n; at += std::max<int64_t>(1, n / 7)) {
+                std::vector<float> x(base.begin(), base.begin() + n);
+                x[size_t(at)] = 50.0f;
+                if (at + 3 < n) x[size_t(at + 3)] = 50.0f;  // a tie later: the first wins
+                ASSERT_EQ(argmax_f32(x.data(), n), at) << isa_name(isa) << " n " << n;
+                x[size_t(n - 1)] = std::nanf("");
+                if (at != n - 1) ASSERT_EQ(argmax_f32(x.data(), n), at) << isa_name(isa) << " NaN at the end, n " << n;
+            }
+        }
+        std::vector<float> x(100, -INFINITY);
+        EXPECT_EQ(argmax_f32(x.data(), 100), 0) << isa_name(isa);
+        x[0] = std::nanf("");
+        x[40] = 3.0f;
+        EXPECT_EQ(argmax_f32(x.data(), 100), 0) << isa_name(isa) << " NaN first";
+        x[0] = 1.0f;
+        x[10] = std::nanf("");
+        EXPECT_EQ(argmax_f32(x.data(), 100), 40) << isa_name(isa);
     }
 }
 

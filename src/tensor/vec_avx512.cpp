@@ -1,0 +1,74 @@
+// flint/tensor/vec_avx512.cpp — AVX-512 versions of the elementwise kernels of the forward pass (the
+// rest of the vector table keeps its AVX2 entries). Tails go to the scalar reference.
+#include <immintrin.h>
+
+#include <cmath>
+
+#include "tensor/exp_poly.h"
+#include "tensor/kernels.h"
+
+// GCC 12's -Wmaybe-uninitialized fires inside the AVX-512 intrinsic headers (a known false positive).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+namespace flint::detail {
+namespace {
+
+// e^x for x clamped to [kMin, kMax] (tensor/exp_poly.h); VSCALEFPS applies 2^n.
+__m512 exp_avx512(__m512 x) {
+    using namespace exp_poly;
+    x = _mm512_min_ps(_mm512_set1_ps(kMax), _mm512_max_ps(_mm512_set1_ps(kMin), x));  // NaN stays NaN
+    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(kLog2e)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2Hi), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2Lo), r);
+    __m512 p = _mm512_set1_ps(kP[0]);
+    for (int i = 1; i < 6; ++i) p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kP[i]));
+    p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+    return _mm512_scalef_ps(p, n);
+}
+
+// The tail goes through the same lanes (masked), so an element's result never depends on where a call
+// splits the row: matmul_swiglu hands out different row ranges for different batch sizes.
+void silu_mul_avx512(float* g, const float* u, int64_t n) {
+    const __m512 one = _mm512_set1_ps(1.0f), zero = _mm512_setzero_ps();
+    for (int64_t i = 0; i < n; i += 16) {
+        const __mmask16 m = n - i >= 16 ? __mmask16(0xffff) : __mmask16((1u << (n - i)) - 1);
+        const __m512 x = _mm512_maskz_loadu_ps(m, g + i);
+        const __m512 e = exp_avx512(_mm512_sub_ps(zero, x));
+        // Where exp(-g) overflows (g < -kMax) silu(g) is below 1e-36: 0, not g / (1 + e^kMax).
+        const __mmask16 finite = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-exp_poly::kMax), _CMP_NLT_UQ);
+        const __m512 s = _mm512_maskz_div_ps(finite, x, _mm512_add_ps(one, e));
+        _mm512_mask_storeu_ps(g + i, m, _mm512_mul_ps(s, _mm512_maskz_loadu_ps(m, u + i)));
+    }
+}
+
+// Two passes: the maximum (VMAXPS returns its second operand when the first is NaN, so NaNs are
+// skipped), then the first index holding it.
+int64_t argmax_f32_avx512(const float* x, int64_t n) {
+    if (n < 32 || std::isnan(x[0])) return argmax_f32_scalar(x, n);
+    __m512 m0 = _mm512_set1_ps(x[0]), m1 = m0;
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        m0 = _mm512_max_ps(_mm512_loadu_ps(x + i), m0);
+        m1 = _mm512_max_ps(_mm512_loadu_ps(x + i + 16), m1);
+    }
+    float m = _mm512_reduce_max_ps(_mm512_max_ps(m0, m1));
+    for (; i < n; ++i) m = x[i] > m ? x[i] : m;
+    const __m512 mv = _mm512_set1_ps(m);
+    for (i = 0; i + 16 <= n; i += 16) {
+        const __mmask16 mask = _mm512_cmp_ps_mask(_mm512_loadu_ps(x + i), mv, _CMP_EQ_OQ);
+        if (mask) return i + __builtin_ctz(unsigned(mask));
+    }
+    for (; i < n; ++i)
+        if (x[i] == m) return i;
+    return 0;
+}
+
+}  // namespace
+
+void fill_vec_avx512(KernelSet& k) {
+    k.silu_mul = silu_mul_avx512;
+    k.argmax_f32 = argmax_f32_avx512;
+}
+
+}  // namespace flint::detail

@@ -121,6 +121,15 @@ std::vector<uint8_t>& act_scratch() {
 
 }  // namespace
 
+// A thread's share of a call's chunks, [next, end), on a cache line of its own: the owner claims from the
+// front; a thread done with its own share claims from the others' (a worker that lost its core does not
+// stall the call). One shared counter made every claim move a cache line between the cores: 1.4% of a
+// decode step in the lock xadd (perf), and interleaved the threads' rows in memory.
+struct alignas(64) Cursor {
+    std::atomic<int64_t> next{0};
+    int64_t end = 0;
+};
+
 // One matrix of a call: its rows, where they come from and where their products go.
 struct Segment {
     const uint8_t* w = nullptr;
@@ -151,7 +160,8 @@ struct MatmulJob {
     bool paired = false;
     void (*epilogue)(const MatmulJob&, int64_t r0, int64_t r1) = nullptr;
     int64_t tile_rows, tiles_per_chunk, n_chunks;
-    std::atomic<int64_t> next_chunk{0};
+    Cursor* cursors = nullptr;  // one per thread (n_threads)
+    int n_threads = 1;
 
     void quantize_tokens(int64_t t0, int64_t t1) const {
         thread_local std::vector<BlockQ8_0> q8;  // Q8_0S: the Q8_0 row before widening
@@ -186,21 +196,26 @@ struct MatmulJob {
         }
     }
 
-    // Claims chunks of rows until none are left.
-    void run_chunks() {
-        const int64_t chunk_rows = tiles_per_chunk * tile_rows;
-        for (int64_t c; (c = next_chunk.fetch_add(1, std::memory_order_relaxed)) < n_chunks;) {
-            if (paired) {
-                const int64_t r0 = c * chunk_rows, r1 = std::min(seg[0].rows, r0 + chunk_rows);
-                for (int i = 0; i < n_seg; ++i) rows_of(seg[i], r0, r1);
-                epilogue(*this, r0, r1);
-                continue;
-            }
-            int i = n_seg - 1;
-            while (seg[i].first_chunk > c) --i;
-            const int64_t r0 = (c - seg[i].first_chunk) * chunk_rows;
-            rows_of(seg[i], r0, std::min(seg[i].rows, r0 + chunk_rows));
+    // Thread `self` claims chunks from its own share, then from the others', until none are left.
+    void run_chunks(int self) {
+        for (int k = 0; k < n_threads; ++k) {
+            Cursor& cur = cursors[(self + k) % n_threads];
+            for (int64_t c; (c = cur.next.fetch_add(1, std::memory_order_relaxed)) < cur.end;) run_chunk(c);
         }
+    }
+
+    void run_chunk(int64_t c) const {
+        const int64_t chunk_rows = tiles_per_chunk * tile_rows;
+        if (paired) {
+            const int64_t r0 = c * chunk_rows, r1 = std::min(seg[0].rows, r0 + chunk_rows);
+            for (int i = 0; i < n_seg; ++i) rows_of(seg[i], r0, r1);
+            epilogue(*this, r0, r1);
+            return;
+        }
+        int i = n_seg - 1;
+        while (seg[i].first_chunk > c) --i;
+        const int64_t r0 = (c - seg[i].first_chunk) * chunk_rows;
+        rows_of(seg[i], r0, std::min(seg[i].rows, r0 + chunk_rows));
     }
 };
 
@@ -267,8 +282,17 @@ void run_matmul(std::span<const MatmulOut> outs, const float* x, int64_t n_token
             job.n_chunks += job.chunks_of(job.seg[i].rows);
         }
     }
-    if (parallel) pool->run([j = &job](int, int) { j->run_chunks(); });
-    else job.run_chunks();
+    // Contiguous shares: each thread streams its own stretch of memory.
+    job.n_threads = parallel ? nth : 1;
+    thread_local std::vector<Cursor> cursors;
+    if (cursors.size() < size_t(job.n_threads)) cursors = std::vector<Cursor>(size_t(job.n_threads));
+    job.cursors = cursors.data();
+    for (int i = 0; i < job.n_threads; ++i) {
+        job.cursors[i].next.store(job.n_chunks * i / job.n_threads, std::memory_order_relaxed);
+        job.cursors[i].end = job.n_chunks * (i + 1) / job.n_threads;
+    }
+    if (parallel) pool->run([j = &job](int i, int) { j->run_chunks(i); });
+    else job.run_chunks(0);
 }
 
 // Paired gate/up: segment 0's rows become silu(gate) * up, in place.

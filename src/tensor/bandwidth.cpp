@@ -49,28 +49,21 @@ double stream_read_seconds(ThreadPool* pool, const void* data, size_t bytes) {
     return s;
 }
 
-double measure_read_bandwidth_gbs(ThreadPool* pool, size_t bytes, int passes) {
-    const size_t n = std::max<size_t>(bytes / 8, 1024);
-    HugeBuffer mem(n * sizeof(uint64_t));
-    auto* buf = reinterpret_cast<uint64_t*>(mem.data());
-    for (size_t i = 0; i < n; ++i) buf[i] = i;  // touch every page so the probe measures DRAM, not faults
-    const int nth = pool ? pool->size() : 1;
-    uint64_t sink[64] = {};
+ReadProbe::ReadProbe(size_t bytes) : buf_(std::max<size_t>(bytes / 8, 1024) * 8) {
+    auto* p = reinterpret_cast<uint64_t*>(buf_.data());
+    const size_t n = buf_.size() / 8;
+    for (size_t i = 0; i < n; ++i) p[i] = i;  // touch every page so the probe measures DRAM, not faults
+}
+
+double ReadProbe::best_gbs(ThreadPool* pool, int passes) const {
     double best = 0;
-    for (int p = 0; p < std::max(passes, 1); ++p) {
-        const auto t0 = std::chrono::steady_clock::now();
-        auto read = [&](int i, int) {
-            const size_t b = n * size_t(i) / size_t(nth), e = n * size_t(i + 1) / size_t(nth);
-            sink[i % 64] += sum_slice(buf + b, e - b);
-        };
-        if (pool) pool->run(read);
-        else read(0, 1);
-        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        best = std::max(best, double(n * 8) / s / 1e9);
-    }
-    volatile uint64_t keep = sink[0];
-    (void)keep;
+    for (int p = 0; p < std::max(passes, 1); ++p)
+        best = std::max(best, double(buf_.size()) / stream_read_seconds(pool, buf_.data(), buf_.size()) / 1e9);
     return best;
+}
+
+double measure_read_bandwidth_gbs(ThreadPool* pool, size_t bytes, int passes) {
+    return ReadProbe(bytes).best_gbs(pool, passes);
 }
 
 }  // namespace flint

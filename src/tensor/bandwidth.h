@@ -2,6 +2,8 @@
 #pragma once
 #include <cstddef>
 
+#include "util/huge_pages.h"
+
 namespace flint {
 
 class ThreadPool;
@@ -11,6 +13,18 @@ class ThreadPool;
 // returns the best pass in GB/s (1e9 bytes/s).
 // `pool` may be null (one thread). Compare matmul's achieved bytes/s against it.
 double measure_read_bandwidth_gbs(ThreadPool* pool, size_t bytes = size_t(1) << 30, int passes = 5);
+
+// The same probe with its buffer kept, for measuring again and again (flint bench probes after every
+// repetition, so each decode figure has a bandwidth figure from the same minutes of a shared machine).
+class ReadProbe {
+public:
+    explicit ReadProbe(size_t bytes = size_t(1) << 30);  // allocates and touches the buffer
+    double best_gbs(ThreadPool* pool, int passes) const;
+    size_t bytes() const { return buf_.size(); }
+
+private:
+    HugeBuffer buf_;
+};
 
 // One multi-threaded streaming pass over `data` (each thread reads a contiguous slice); returns the
 // seconds it took. For comparing a kernel against a plain read of the very same bytes, interleaved,

@@ -8,6 +8,7 @@
 
 #include "kv/kv_cache.h"
 #include "model/attention.h"
+#include "tensor/exp_simd.h"
 #include "tensor/hsum_avx2.h"
 
 namespace flint::detail {
@@ -15,25 +16,6 @@ namespace {
 
 inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
 inline __m256 load8(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
-
-// exp(x) for x <= 0 (scores minus their max): range reduction x = n ln2 + r, |r| <= ln2/2, and a degree-6
-// polynomial for e^r (relative error ~2e-7, below f32 rounding of the sums that follow).
-inline __m256 exp_neg(__m256 x) {
-    x = _mm256_max_ps(x, _mm256_set1_ps(-87.0f));
-    const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
-                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-    __m256 p = _mm256_set1_ps(1.0f / 720);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-    const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-    return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
-}
 
 template <typename T>
 void to_f32(const T* src, float* dst, int n) {
@@ -110,7 +92,7 @@ void attend_group_t(const HeadAttention& a, const QueryGroup& g, float* scratch)
             float bsum = 0;
             int j = 0;
             for (; j + 8 <= ni; j += 8) {
-                const __m256 e = exp_neg(_mm256_sub_ps(_mm256_loadu_ps(s + j), _mm256_set1_ps(m_new)));
+                const __m256 e = exp_simd::exp8(_mm256_sub_ps(_mm256_loadu_ps(s + j), _mm256_set1_ps(m_new)));
                 _mm256_storeu_ps(s + j, e);
                 bsum += hsum(e);
             }

@@ -15,6 +15,7 @@
 
 #include "kv/kv_cache.h"
 #include "model/attention.h"
+#include "tensor/exp_simd.h"
 
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -24,24 +25,6 @@ namespace {
 
 inline __m512 load16(const float* p) { return _mm512_loadu_ps(p); }
 inline __m512 load16(const uint16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
-
-// exp(x) for x <= 0: x = n ln2 + r, degree-6 polynomial for e^r (as attention_avx2.cpp's exp_neg).
-inline __m512 exp_neg16(__m512 x) {
-    x = _mm512_max_ps(x, _mm512_set1_ps(-87.0f));
-    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-    __m512 p = _mm512_set1_ps(1.0f / 720);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
-    return _mm512_mul_ps(p, _mm512_castsi512_ps(e));
-}
 
 inline __mmask16 first(int n) { return n >= 16 ? __mmask16(0xffff) : __mmask16((1u << std::max(n, 0)) - 1); }
 
@@ -101,7 +84,7 @@ void quad_span(const QueryGroup& g, int i0, const SpanView<T>& sv, __m512 scale,
         rescale[u] = m[i] == -INFINITY ? 0.0f : std::exp(m[i] - m_new);
         __m512 sum = _mm512_setzero_ps();
         for (int r = 0; r < kRegs; ++r) {
-            const __m512 e = _mm512_maskz_mov_ps(first(ni[u] - 16 * r), exp_neg16(_mm512_sub_ps(acc[u][r], _mm512_set1_ps(m_new))));
+            const __m512 e = _mm512_maskz_mov_ps(first(ni[u] - 16 * r), exp_simd::exp16(_mm512_sub_ps(acc[u][r], _mm512_set1_ps(m_new))));
             _mm512_storeu_ps(sc + i * kSpan + 16 * r, e);
             sum = _mm512_add_ps(sum, e);
         }

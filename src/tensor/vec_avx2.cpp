@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "tensor/exp_poly.h"
+#include "tensor/exp_simd.h"
 #include "tensor/hsum_avx2.h"
 #include "tensor/kernels.h"
 
@@ -66,20 +66,6 @@ void fp16_to_fp32_row_avx2(const uint16_t* x, float* y, int64_t n) {
     fp16_to_fp32_row_scalar(x + i, y + i, n - i);
 }
 
-// e^x for x clamped to [kMin, kMax] (tensor/exp_poly.h).
-__m256 exp_avx2(__m256 x) {
-    using namespace exp_poly;
-    x = _mm256_min_ps(_mm256_set1_ps(kMax), _mm256_max_ps(_mm256_set1_ps(kMin), x));  // NaN stays NaN
-    const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(kLog2e)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(kLn2Hi), x);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(kLn2Lo), r);
-    __m256 p = _mm256_set1_ps(kP[0]);
-    for (int i = 1; i < 6; ++i) p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kP[i]));
-    p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
-    const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-    return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
-}
-
 // The tail goes through the same lanes (masked), so an element's result never depends on where a call
 // splits the row: matmul_swiglu hands out different row ranges for different batch sizes.
 void silu_mul_avx2(float* g, const float* u, int64_t n) {
@@ -89,9 +75,9 @@ void silu_mul_avx2(float* g, const float* u, int64_t n) {
         const int left = n - i >= 8 ? 8 : int(n - i);
         const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(left), lane);
         const __m256 x = _mm256_maskload_ps(g + i, m);
-        const __m256 e = exp_avx2(_mm256_sub_ps(zero, x));
+        const __m256 e = exp_simd::exp8(_mm256_sub_ps(zero, x));
         // Where exp(-g) overflows (g < -kMax) silu(g) is below 1e-36: 0, not g / (1 + e^kMax).
-        const __m256 finite = _mm256_cmp_ps(x, _mm256_set1_ps(-exp_poly::kMax), _CMP_NLT_UQ);
+        const __m256 finite = _mm256_cmp_ps(x, _mm256_set1_ps(-exp_simd::kMax), _CMP_NLT_UQ);
         const __m256 s = _mm256_and_ps(finite, _mm256_div_ps(x, _mm256_add_ps(one, e)));
         _mm256_maskstore_ps(g + i, m, _mm256_mul_ps(s, _mm256_maskload_ps(u + i, m)));
     }

@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "tensor/exp_poly.h"
+#include "tensor/exp_simd.h"
 #include "tensor/kernels.h"
 
 // GCC 12's -Wmaybe-uninitialized fires inside the AVX-512 intrinsic headers (a known false positive).
@@ -14,19 +14,6 @@
 namespace flint::detail {
 namespace {
 
-// e^x for x clamped to [kMin, kMax] (tensor/exp_poly.h); VSCALEFPS applies 2^n.
-__m512 exp_avx512(__m512 x) {
-    using namespace exp_poly;
-    x = _mm512_min_ps(_mm512_set1_ps(kMax), _mm512_max_ps(_mm512_set1_ps(kMin), x));  // NaN stays NaN
-    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(kLog2e)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2Hi), x);
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2Lo), r);
-    __m512 p = _mm512_set1_ps(kP[0]);
-    for (int i = 1; i < 6; ++i) p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kP[i]));
-    p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
-    return _mm512_scalef_ps(p, n);
-}
-
 // The tail goes through the same lanes (masked), so an element's result never depends on where a call
 // splits the row: matmul_swiglu hands out different row ranges for different batch sizes.
 void silu_mul_avx512(float* g, const float* u, int64_t n) {
@@ -34,9 +21,9 @@ void silu_mul_avx512(float* g, const float* u, int64_t n) {
     for (int64_t i = 0; i < n; i += 16) {
         const __mmask16 m = n - i >= 16 ? __mmask16(0xffff) : __mmask16((1u << (n - i)) - 1);
         const __m512 x = _mm512_maskz_loadu_ps(m, g + i);
-        const __m512 e = exp_avx512(_mm512_sub_ps(zero, x));
+        const __m512 e = exp_simd::exp16(_mm512_sub_ps(zero, x));
         // Where exp(-g) overflows (g < -kMax) silu(g) is below 1e-36: 0, not g / (1 + e^kMax).
-        const __mmask16 finite = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-exp_poly::kMax), _CMP_NLT_UQ);
+        const __mmask16 finite = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-exp_simd::kMax), _CMP_NLT_UQ);
         const __m512 s = _mm512_maskz_div_ps(finite, x, _mm512_add_ps(one, e));
         _mm512_mask_storeu_ps(g + i, m, _mm512_mul_ps(s, _mm512_maskz_loadu_ps(m, u + i)));
     }

@@ -72,6 +72,12 @@ void Sampler::distribution(const float* logits, std::span<const int32_t> history
         out.push_back({argmax(work_.data(), n_vocab_), 1.0f});
         return;
     }
+    if (untruncated()) {
+        const double total = flat_weights();
+        for (int i = 0; i < n_vocab_; ++i)
+            if (weights_[i] > 0) out.push_back({i, static_cast<float>(weights_[i] / total)});
+        return;
+    }
     const float inv_t = 1.0f / params_.temperature;
     // Sort only as many candidates as the truncation needs: grow a partial sort until top-p is covered.
     cands_.resize(n_vocab_);
@@ -87,18 +93,6 @@ void Sampler::distribution(const float* logits, std::span<const int32_t> history
     }
     const float inv_sum = static_cast<float>(1.0 / sum);
     for (TokenProb& c : cands_) c.p *= inv_sum;
-    if (params_.top_k == 0 && params_.top_p >= 1.0f) {
-        // No truncation by rank or mass (the API's default, top_p 1): nothing needs sorting. Sorting the whole
-        // vocabulary here cost ~30 ms a token at 151,936 tokens (a full partial_sort, since the mass of the
-        // sorted part never quite reaches 1.0 in float). Ids stay in order; draw() accumulates in double.
-        const float floor_p = inv_sum * params_.min_p;  // min_p of the most likely token's p (which is 1 / sum)
-        out.clear();
-        double kept = 0;
-        for (const TokenProb& c : cands_)
-            if (c.p >= floor_p) out.push_back(c), kept += c.p;
-        for (TokenProb& c : out) c.p = static_cast<float>(c.p / kept);
-        return;
-    }
     auto by_p = [](const TokenProb& a, const TokenProb& b) { return a.p > b.p || (a.p == b.p && a.id < b.id); };
     size_t limit = params_.top_k > 0 ? std::min<size_t>(params_.top_k, cands_.size()) : cands_.size();
     size_t sorted = std::min<size_t>(limit, 64);
@@ -132,6 +126,51 @@ void Sampler::distribution(const float* logits, std::span<const int32_t> history
     for (TokenProb& c : out) c.p = static_cast<float>(c.p / kept);
 }
 
+// No truncation by rank or mass (top_k 0, top_p 1: the API's default) needs no sorting and no (id, p) list:
+// weights_[i] = exp((l_i - max) / T), in id order, 0 below min_p (the largest weight is exactly 1), with the
+// sums of each kFlatBlock ids in block_sums_ for the draw. One vector pass over the vocabulary: sorting it
+// cost ~30 ms a token at 151,936 tokens, the scalar exp and (id, p) lists ~1.7 ms.
+double Sampler::flat_weights() {
+    const float inv_t = 1.0f / params_.temperature;
+    const float shift = work_[size_t(argmax_f32(work_.data(), n_vocab_))] * inv_t;  // = max of l * inv_t
+    weights_.resize(size_t(n_vocab_));
+    block_sums_.clear();
+    double total = 0;
+    for (int b0 = 0; b0 < n_vocab_; b0 += kFlatBlock) {
+        const int len = std::min(kFlatBlock, n_vocab_ - b0);
+        float* w = weights_.data() + b0;
+        double s = exp_sum(work_.data() + b0, w, len, inv_t, shift);
+        if (params_.min_p > 0.0f) {
+            s = 0;
+            for (int i = 0; i < len; ++i) {
+                if (w[i] < params_.min_p) w[i] = 0.0f;
+                s += w[i];
+            }
+        }
+        block_sums_.push_back(s);
+        total += s;
+    }
+    return total;
+}
+
+// Walks the block sums to the block holding u * total, then the weights inside it.
+int32_t Sampler::draw_flat(double total) {
+    const double r = uniform() * total;
+    double acc = 0;
+    size_t b = 0;
+    for (; b + 1 < block_sums_.size() && r >= acc + block_sums_[b]; ++b) acc += block_sums_[b];
+    const int b0 = static_cast<int>(b) * kFlatBlock, b1 = std::min(n_vocab_, b0 + kFlatBlock);
+    int32_t last = -1;
+    for (int i = b0; i < b1; ++i) {
+        if (weights_[size_t(i)] <= 0) continue;
+        last = i;
+        acc += weights_[size_t(i)];
+        if (r < acc) return i;
+    }
+    // Rounding left r at the block's end: its last candidate (or, past an empty last block, the top token).
+    return last >= 0 ? last : static_cast<int32_t>(argmax_f32(work_.data(), n_vocab_));
+}
+
 float Sampler::uniform() {
     return std::generate_canonical<float, 24>(rng_);
 }
@@ -149,6 +188,12 @@ int32_t Sampler::draw(std::span<const TokenProb> dist) {
 
 Sampled Sampler::sample(const float* logits, std::span<const int32_t> history) {
     Sampled s;
+    if (!greedy() && untruncated()) {
+        penalised(logits, history);
+        s.token = draw_flat(flat_weights());
+        logprobs_of(s.token, s);
+        return s;
+    }
     distribution(logits, history, dist_);
     s.token = greedy() ? dist_[0].id : draw(dist_);
     logprobs_of(s.token, s);

@@ -46,7 +46,8 @@ public:
     Sampled sample(const float* logits, std::span<const int32_t> history);
 
     // The distribution `sample` draws from, as (id, probability) pairs sorted by probability (descending),
-    // truncated by top-k/top-p/min-p. Greedy: one pair with probability 1. Used by speculative sampling.
+    // truncated by top-k/top-p/min-p; without top-k/top-p (the default) every token min-p keeps, in id
+    // order. Greedy: one pair with probability 1.
     void distribution(const float* logits, std::span<const int32_t> history, std::vector<TokenProb>& out);
 
     // Fills out.logprob / out.top for `token` from the logits of the last distribution() or sample() call
@@ -62,12 +63,19 @@ public:
 
 private:
     void penalised(const float* logits, std::span<const int32_t> history);  // fills work_ with logits
+    bool untruncated() const { return params_.top_k == 0 && params_.top_p >= 1.0f; }
+    double flat_weights();            // weights_ and block_sums_ from work_; returns their total
+    int32_t draw_flat(double total);  // one draw from weights_
+
+    static constexpr int kFlatBlock = 2048;
 
     SamplingParams params_;
     int n_vocab_;
     std::mt19937_64 rng_;
     std::vector<float> work_;        // (n_vocab) penalised logits
     std::vector<TokenProb> cands_;   // candidates
+    std::vector<float> weights_;     // (n_vocab) unnormalised probabilities, no truncation
+    std::vector<double> block_sums_; // sums of weights_ per kFlatBlock ids
     std::vector<int32_t> counts_;    // (n_vocab) occurrences in the penalty window
     std::vector<TokenProb> dist_;    // the last distribution
 };

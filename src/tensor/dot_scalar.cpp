@@ -189,6 +189,7 @@ void fill_scalar(KernelSet& k) {
     k.fp16_to_fp32_row = fp16_to_fp32_row_scalar;
     k.silu_mul = silu_mul_scalar;
     k.argmax_f32 = argmax_f32_scalar;
+    k.exp_sum = exp_sum_scalar;
 }
 
 }  // namespace flint::detail

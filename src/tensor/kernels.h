@@ -48,6 +48,7 @@ struct KernelSet {
     void (*fp16_to_fp32_row)(const uint16_t* x, float* y, int64_t n) = nullptr;
     void (*silu_mul)(float* g, const float* u, int64_t n) = nullptr;
     int64_t (*argmax_f32)(const float* x, int64_t n) = nullptr;
+    double (*exp_sum)(const float* x, float* y, int64_t n, float scale, float shift) = nullptr;
 };
 
 // The format activations are converted to before dotting with weights of type w:
@@ -71,6 +72,7 @@ void fp32_to_fp16_row_scalar(const float* x, uint16_t* y, int64_t n);
 void fp16_to_fp32_row_scalar(const uint16_t* x, float* y, int64_t n);
 void silu_mul_scalar(float* g, const float* u, int64_t n);
 int64_t argmax_f32_scalar(const float* x, int64_t n);
+double exp_sum_scalar(const float* x, float* y, int64_t n, float scale, float shift);
 
 // The kernel table in use (see matmul.h set_isa).
 const KernelSet& active_kernels();

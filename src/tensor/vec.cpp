@@ -48,6 +48,15 @@ int64_t argmax_f32_scalar(const float* x, int64_t n) {
     return best;
 }
 
+double exp_sum_scalar(const float* x, float* y, int64_t n, float scale, float shift) {
+    double sum = 0;
+    for (int64_t i = 0; i < n; ++i) {
+        y[i] = std::exp(x[i] * scale - shift);
+        sum += y[i];
+    }
+    return sum;
+}
+
 }  // namespace detail
 
 float dot_f32(const float* a, const float* b, int64_t n) { return detail::active_kernels().dot_f32(a, b, n); }
@@ -62,5 +71,8 @@ void fp32_to_fp16_row(const float* x, uint16_t* y, int64_t n) { detail::active_k
 void fp16_to_fp32_row(const uint16_t* x, float* y, int64_t n) { detail::active_kernels().fp16_to_fp32_row(x, y, n); }
 void silu_mul(float* g, const float* u, int64_t n) { detail::active_kernels().silu_mul(g, u, n); }
 int64_t argmax_f32(const float* x, int64_t n) { return detail::active_kernels().argmax_f32(x, n); }
+double exp_sum(const float* x, float* y, int64_t n, float scale, float shift) {
+    return detail::active_kernels().exp_sum(x, y, n, scale, shift);
+}
 
 }  // namespace flint

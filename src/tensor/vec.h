@@ -14,6 +14,10 @@ void fp16_to_fp32_row(const uint16_t* x, float* y, int64_t n);
 // g[i] = silu(g[i]) * u[i] = g / (1 + exp(-g)) * u: the SwiGLU gate. SIMD versions use a polynomial exp
 // (within a few ulp of the scalar reference's std::exp).
 void silu_mul(float* g, const float* u, int64_t n);
+// y[i] = exp(x[i] * scale - shift) for arguments <= 0 (a softmax numerator: shift >= max(x) * scale);
+// returns the sum of the y[i], accumulated in double. SIMD versions use a polynomial exp (a few ulp from
+// the scalar reference) and give 0 below exp's float range (< -87.3), as the reference nearly does.
+double exp_sum(const float* x, float* y, int64_t n, float scale, float shift);
 // The index of the largest x[i], the first one on ties; NaNs are skipped (x[0] NaN: 0). n >= 1.
 int64_t argmax_f32(const float* x, int64_t n);
 

@@ -108,6 +108,26 @@ int64_t argmax_f32_avx2(const float* x, int64_t n) {
     return 0;
 }
 
+// Masked tails (an element's value never depends on n); the sum in two double accumulators of four.
+double exp_sum_avx2(const float* x, float* y, int64_t n, float scale, float shift) {
+    const __m256 sc = _mm256_set1_ps(scale), sh = _mm256_set1_ps(shift), lo = _mm256_set1_ps(exp_simd::kMin);
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    __m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
+    for (int64_t i = 0; i < n; i += 8) {
+        const int left = n - i >= 8 ? 8 : int(n - i);
+        const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(left), lane);
+        const __m256 a = _mm256_sub_ps(_mm256_mul_ps(_mm256_maskload_ps(x + i, m), sc), sh);
+        const __m256 keep = _mm256_and_ps(_mm256_castsi256_ps(m), _mm256_cmp_ps(a, lo, _CMP_GE_OQ));
+        const __m256 e = _mm256_and_ps(keep, exp_simd::exp8(a));
+        _mm256_maskstore_ps(y + i, m, e);
+        s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
+        s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
+    }
+    alignas(32) double t[4];
+    _mm256_store_pd(t, _mm256_add_pd(s0, s1));
+    return (t[0] + t[1]) + (t[2] + t[3]);
+}
+
 }  // namespace
 
 void fill_vec_avx2(KernelSet& k) {
@@ -119,6 +139,7 @@ void fill_vec_avx2(KernelSet& k) {
     k.fp16_to_fp32_row = fp16_to_fp32_row_avx2;
     k.silu_mul = silu_mul_avx2;
     k.argmax_f32 = argmax_f32_avx2;
+    k.exp_sum = exp_sum_avx2;
 }
 
 }  // namespace flint::detail

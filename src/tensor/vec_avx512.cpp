@@ -51,11 +51,27 @@ int64_t argmax_f32_avx512(const float* x, int64_t n) {
     return 0;
 }
 
+// Masked tails (an element's value never depends on n); the sum in two double accumulators of eight.
+double exp_sum_avx512(const float* x, float* y, int64_t n, float scale, float shift) {
+    const __m512 sc = _mm512_set1_ps(scale), sh = _mm512_set1_ps(shift), lo = _mm512_set1_ps(exp_simd::kMin);
+    __m512d s0 = _mm512_setzero_pd(), s1 = _mm512_setzero_pd();
+    for (int64_t i = 0; i < n; i += 16) {
+        const __mmask16 m = n - i >= 16 ? __mmask16(0xffff) : __mmask16((1u << (n - i)) - 1);
+        const __m512 a = _mm512_sub_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), sc), sh);
+        const __m512 e = _mm512_maskz_mov_ps(m & _mm512_cmp_ps_mask(a, lo, _CMP_GE_OQ), exp_simd::exp16(a));
+        _mm512_mask_storeu_ps(y + i, m, e);
+        s0 = _mm512_add_pd(s0, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
+        s1 = _mm512_add_pd(s1, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1))));
+    }
+    return _mm512_reduce_add_pd(_mm512_add_pd(s0, s1));
+}
+
 }  // namespace
 
 void fill_vec_avx512(KernelSet& k) {
     k.silu_mul = silu_mul_avx512;
     k.argmax_f32 = argmax_f32_avx512;
+    k.exp_sum = exp_sum_avx512;
 }
 
 }  // namespace flint::detail

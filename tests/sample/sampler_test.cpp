@@ -116,6 +116,39 @@ TEST(Sampler, SeededDrawsAreReproducibleAndMatchTheDistribution) {
     EXPECT_NEAR(counts[2] / double(n), 0.1, 3 * std::sqrt(0.1 * 0.9 / n));
 }
 
+// A vocabulary of many draw blocks (2,048 ids each) with the mass spread over ids in different blocks,
+// the first and the last (a short one) included: the untruncated draw walks the block sums, then the block.
+// Frequencies follow the probabilities, every drawn id has weight, and min_p removes what it should.
+TEST(Sampler, UntruncatedDrawsAcrossABlockedVocabulary) {
+    const int V = 10000;
+    const std::map<int, float> mass = {{0, 0.2f}, {2047, 0.1f}, {2048, 0.15f}, {5000, 0.3f}, {9999, 0.25f}};
+    std::vector<float> logits(V, -40.0f);  // the rest: e^-40 relative, never drawn in practice
+    for (const auto& [id, p] : mass) logits[size_t(id)] = std::log(p);
+    for (float min_p : {0.0f, 0.6f}) {
+        Sampler s({.temperature = 1.0f, .min_p = min_p, .seed = 7}, V), again({.temperature = 1.0f, .min_p = min_p, .seed = 7}, V);
+        std::map<int, int> counts;
+        const int n = 20000;
+        for (int i = 0; i < n; ++i) {
+            const int32_t t = s.sample(logits.data(), {}).token;
+            ASSERT_EQ(t, again.sample(logits.data(), {}).token);
+            ASSERT_TRUE(mass.count(t)) << "drew id " << t;
+            counts[t]++;
+        }
+        double kept = 0;  // min_p 0.6 of the top (0.3) = 0.18: keeps 0.2, 0.3 and 0.25
+        for (const auto& [id, p] : mass) kept += p >= min_p * 0.3f ? p : 0;
+        for (const auto& [id, p] : mass) {
+            const double q = p >= min_p * 0.3f ? p / kept : 0.0;
+            EXPECT_NEAR(counts[id] / double(n), q, 3 * std::sqrt(q * (1 - q) / n) + 1e-9) << id << " min_p " << min_p;
+        }
+        std::vector<TokenProb> d;
+        s.distribution(logits.data(), {}, d);
+        double total = 0;
+        for (const TokenProb& t : d) total += t.p;
+        EXPECT_NEAR(total, 1.0, 1e-5);
+        if (min_p > 0) EXPECT_EQ(d.size(), 3u);
+    }
+}
+
 TEST(Sampler, LogprobsOfChosenAndTopAlternatives) {
     std::vector<float> logits = {std::log(0.6f), std::log(0.3f), std::log(0.1f)};
     Sampler s({.temperature = 0.0f, .top_logprobs = 2}, 3);

@@ -40,7 +40,9 @@ void add_inplace(float* x, const float* y, int64_t count) {
     for (int64_t i = 0; i < count; ++i) x[i] += y[i];
 }
 
-void store_kv(KVCache& kv, int layer, std::span<const int32_t> blocks, int pos, const float* k, const float* v) {
+// k16: kv_dim halves of scratch (an f16 cache's key row is converted in one vector call, then scattered).
+void store_kv(KVCache& kv, int layer, std::span<const int32_t> blocks, int pos, const float* k, const float* v,
+              uint16_t* k16) {
     const int bs = kv.block_size();
     const int32_t b = blocks[pos / bs];
     const int slot = pos % bs;
@@ -48,7 +50,8 @@ void store_kv(KVCache& kv, int layer, std::span<const int32_t> blocks, int pos, 
     // Keys go in transposed (kv/kv_cache.h): element c of this position at c * bs + slot.
     if (kv.config().type == DType::F16) {
         uint16_t* kt = reinterpret_cast<uint16_t*>(kv.k(b, layer)) + slot;
-        for (int c = 0; c < n; ++c) kt[static_cast<int64_t>(c) * bs] = fp32_to_fp16(k[c]);
+        fp32_to_fp16_row(k, k16, n);
+        for (int c = 0; c < n; ++c) kt[static_cast<int64_t>(c) * bs] = k16[c];
         fp32_to_fp16_row(v, reinterpret_cast<uint16_t*>(kv.v(b, layer)) + static_cast<int64_t>(slot) * n, n);
     } else {
         float* kt = reinterpret_cast<float*>(kv.k(b, layer)) + slot;
@@ -97,6 +100,7 @@ int64_t forward(const Model& m, std::span<const SeqBatch> batch, KVCache& kv, Fo
     grow(s.q, T * q_dim);       // (T, n_heads * head_dim)
     grow(s.k, T * kv_dim);      // (T, n_kv_heads * head_dim)
     grow(s.v, T * kv_dim);
+    grow(s.k16, kv_dim);        // one key row as f16 (an f16 cache)
     grow(s.att, T * q_dim);     // (T, n_heads * head_dim) attention output
     grow(s.hb, T * ffn);        // (T, ffn) gate, then silu(gate) * up
     grow(s.hb2, T * ffn);       // (T, ffn) up
@@ -139,7 +143,7 @@ int64_t forward(const Model& m, std::span<const SeqBatch> batch, KVCache& kv, Fo
         for (int64_t t = 0; t < T; ++t) {
             rope_apply(c.rope, &s.rope[t * c.rope.n_rot], &s.q[t * q_dim], c.n_heads, hd);
             rope_apply(c.rope, &s.rope[t * c.rope.n_rot], &s.k[t * kv_dim], c.n_kv_heads, hd);
-            store_kv(kv, l, batch[s.seq[t]].blocks, s.pos[t], &s.k[t * kv_dim], &s.v[t * kv_dim]);
+            store_kv(kv, l, batch[s.seq[t]].blocks, s.pos[t], &s.k[t * kv_dim], &s.v[t * kv_dim], s.k16.data());
         }
         emit("q", l, s.q.data(), q_dim);
         emit("k", l, s.k.data(), kv_dim);

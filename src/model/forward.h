@@ -36,6 +36,7 @@ using ActivationDump = std::function<void(std::string_view name, int layer, cons
 // Scratch buffers, grown on demand and reused: no allocation per step once warm.
 struct ForwardScratch {
     std::vector<float> x, xb, q, k, v, att, hb, hb2, rope, out_rows;  // shapes noted in forward.cpp
+    std::vector<uint16_t> k16;
     std::vector<float> scores;  // per thread: attention scratch (scores_per_thread floats)
     size_t scores_per_thread = 0;
     struct Unit {

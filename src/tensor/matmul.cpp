@@ -311,14 +311,16 @@ void matmul(const WeightView& w, const float* x, int64_t n_tokens, float* y, Thr
 }
 
 void matmul_many(std::span<const MatmulOut> outs, const float* x, int64_t n_tokens, ThreadPool* pool) {
-    // One region for all of them where they share a type and width; otherwise one call each.
-    bool same = outs.size() <= size_t(MatmulJob::kMaxSegments);
-    for (const MatmulOut& o : outs) same = same && o.w.type == outs[0].w.type && o.w.cols == outs[0].w.cols;
-    if (same && !outs.empty()) {
-        run_matmul(outs, x, n_tokens, pool, nullptr);
-        return;
+    // One region per run of neighbours that share a type and width (a Q4_K_M file: Q and K together, V,
+    // which is Q6_K there, on its own).
+    for (size_t i = 0; i < outs.size();) {
+        size_t j = i + 1;
+        while (j < outs.size() && j - i < size_t(MatmulJob::kMaxSegments) && outs[j].w.type == outs[i].w.type &&
+               outs[j].w.cols == outs[i].w.cols)
+            ++j;
+        run_matmul(outs.subspan(i, j - i), x, n_tokens, pool, nullptr);
+        i = j;
     }
-    for (const MatmulOut& o : outs) matmul(o.w, x, n_tokens, o.y, pool);
 }
 
 void matmul_swiglu(const WeightView& gate, const WeightView& up, const float* x, int64_t n_tokens, float* h,

@@ -27,10 +27,9 @@ struct WeightView {
 // many tokens are in the batch. `pool` may be null (single thread).
 void matmul(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool* pool);
 
-// Several products of the same input (Q, K and V of a layer): y_i = W_i · x for each pair. Where the
-// matrices share a type and width (and there are at most three) the activations are converted once and
-// all rows are shared out in one parallel region; otherwise it is one matmul per pair. Results are the
-// same bits as separate matmul calls.
+// Several products of the same input (Q, K and V of a layer): y_i = W_i · x for each pair. Neighbours that
+// share a type and width (up to three) have their activations converted once and all their rows shared
+// out in one parallel region. Results are the same bits as separate matmul calls.
 struct MatmulOut {
     WeightView w;
     float* y = nullptr;

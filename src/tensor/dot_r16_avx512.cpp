@@ -1,10 +1,11 @@
 // flint/tensor/dot_r16_avx512.cpp — AVX-512 VNNI kernels for the sixteen-row layouts (tensor/repack.h).
 //
 // A repacked block holds block b of sixteen rows, 32-bit lane i = row i, in eight registers of 4-element
-// quads (Q8_0: loaded as they are; Q4_0: four loads, each split into two quads' nibbles). Per token, eight
-// VPDPBUSD against the activation's quads broadcast from memory accumulate the sixteen exact block dots
-// (the weights are unsigned, Q8_0 + 128 and Q4_0's level + 8, so each lane starts at -offset * sum(a), which
-// the activation block carries),
+// quads (Q8_0: loaded as they are; Q4_0: four loads, each split into two quads' nibbles; Q5_0: Q4_0's, plus
+// 16 where a 64-bit mask per register has the fifth bit). Per token, eight VPDPBUSD against the activation's
+// quads broadcast from memory accumulate the sixteen exact block dots (the weights are unsigned, Q8_0 + 128,
+// Q4_0's level + 8 and Q5_0's + 16, so each lane starts at -offset * sum(a), which the activation block
+// carries),
 // then one convert, one scale product (the sixteen row scales, converted once per block, times the token's
 // scale) and one FMA per sixteen rows. That is 2.75 vector operations per token and 128 weights, against
 // 8 for the file-layout kernels (dot_avx512.cpp), and no horizontal sums: lane i is row i's result.
@@ -14,6 +15,7 @@
 // (tests/tensor/batch_invariance_test.cpp), as decode batching and draft verification need.
 #include <immintrin.h>
 
+#include <cstring>
 #include <utility>
 
 #include "tensor/kernels.h"
@@ -44,12 +46,31 @@ struct Q4R16 {
     static constexpr int kPrefetchFrom = 4;
     // The lanes' start, -8 * sum(a) = (-128 * sum(a)) / 16, exactly (an arithmetic shift of a multiple of 16).
     static __m512i init(const BlockQ8_0S& a) { return _mm512_set1_epi32(a.ofs >> 4); }
-    static void load(const Block& b, __m512i (&w)[8]) {
+    static void load(const Block& b, __m512i (&w)[8]) { load_nibbles(b.qs, w); }
+    static void load_nibbles(const uint8_t* qs, __m512i (&w)[8]) {
         const __m512i m4 = _mm512_set1_epi8(0x0f);
         for (int k = 0; k < 4; ++k) {
-            const __m512i v = _mm512_loadu_si512(b.qs + 64 * k);
+            const __m512i v = _mm512_loadu_si512(qs + 64 * k);
             w[k] = _mm512_and_si512(v, m4);
             w[k + 4] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+        }
+    }
+};
+
+struct Q5R16 {
+    using Block = BlockQ5_0R16;
+    static constexpr int kOffset = 16;
+    static constexpr int kPrefetchFrom = 4;
+    // The lanes' start, -16 * sum(a) = (-128 * sum(a)) / 8, exactly.
+    static __m512i init(const BlockQ8_0S& a) { return _mm512_set1_epi32(a.ofs >> 3); }
+    // Q4_0's nibbles, then 16 added to the bytes whose fifth bit is set (one mask per register).
+    static void load(const Block& b, __m512i (&w)[8]) {
+        Q4R16::load_nibbles(b.qs, w);
+        const __m512i sixteen = _mm512_set1_epi8(0x10);
+        for (int k = 0; k < 8; ++k) {
+            uint64_t bits;
+            std::memcpy(&bits, b.qh[k], 8);
+            w[k] = _mm512_mask_add_epi8(w[k], _cvtu64_mask64(bits), w[k], sixteen);
         }
     }
 };
@@ -145,10 +166,12 @@ constexpr int id(DType t) { return static_cast<int>(t); }
 void fill_avx512_r16(KernelSet& k) {
     k.tile[id(DType::Q8_0_R16)] = tile_r16<Q8R16>;
     k.tile[id(DType::Q4_0_R16)] = tile_r16<Q4R16>;
-    for (DType t : {DType::Q8_0_R16, DType::Q4_0_R16})
+    k.tile[id(DType::Q5_0_R16)] = tile_r16<Q5R16>;
+    for (DType t : {DType::Q8_0_R16, DType::Q4_0_R16, DType::Q5_0_R16})
         k.stream_tokens[id(t)] = 255;  // every token count: tiles of one group (kDecodeRows = 16 rows)
     k.repack[id(DType::Q8_0)] = DType::Q8_0_R16;
     k.repack[id(DType::Q4_0)] = DType::Q4_0_R16;
+    k.repack[id(DType::Q5_0)] = DType::Q5_0_R16;
 }
 
 }  // namespace flint::detail

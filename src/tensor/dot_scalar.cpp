@@ -121,7 +121,7 @@ void tile_scalar(int64_t cols, const void* w, size_t w_stride, int nr, const voi
 }
 
 // Row i (0..kR16Rows-1) of a group of repacked rows: the same block dots and the same f32 products, in
-// the same order, as dot_q8_0 / dot_q4_0 on the file's layout (Q8_0S carries Q8_0's rounded scale).
+// the same order, as dot_q8_0 / dot_q4_0 / dot_q5_0 on the file's layout (Q8_0S carries Q8_0's rounded scale).
 float dot_q8_0r16(int64_t cols, const BlockQ8_0R16* w, int i, const BlockQ8_0S* a) {
     float sum = 0;
     for (int64_t b = 0; b < cols / QK; ++b) {
@@ -145,6 +145,21 @@ float dot_q4_0r16(int64_t cols, const BlockQ4_0R16* w, int i, const BlockQ8_0S* 
     return sum;
 }
 
+float dot_q5_0r16(int64_t cols, const BlockQ5_0R16* w, int i, const BlockQ8_0S* a) {
+    float sum = 0;
+    for (int64_t b = 0; b < cols / QK; ++b) {
+        int isum = 0;
+        for (int j = 0; j < QK / 2; ++j) {
+            const uint8_t q = w[b].qs[64 * (j / 4) + 4 * i + j % 4];
+            const int lo = ((q & 0xf) | (q5r16_high_bit(w[b], i, j) << 4)) - 16;
+            const int hi = ((q >> 4) | (q5r16_high_bit(w[b], i, j + QK / 2) << 4)) - 16;
+            isum += lo * a[b].qs[j] + hi * a[b].qs[j + QK / 2];
+        }
+        sum += fp16_to_fp32(w[b].d[i]) * a[b].d * float(isum);
+    }
+    return sum;
+}
+
 template <typename W, float (*Dot)(int64_t, const W*, int, const BlockQ8_0S*)>
 void tile_scalar_r16(int64_t cols, const void* w, size_t w_stride, int nr, const void* a, size_t a_stride, int nt,
                      float* y, int64_t ldy) {
@@ -162,7 +177,7 @@ DType activation_type(DType w) {
     switch (w) {
         case DType::Q4_0: case DType::Q5_0: case DType::Q8_0: return DType::Q8_0;
         case DType::Q4_K: case DType::Q5_K: case DType::Q6_K: return DType::Q8_K;
-        case DType::Q8_0_R16: case DType::Q4_0_R16: return DType::Q8_0_S;
+        case DType::Q8_0_R16: case DType::Q4_0_R16: case DType::Q5_0_R16: return DType::Q8_0_S;
         default: return DType::F32;
     }
 }
@@ -179,6 +194,7 @@ void fill_scalar(KernelSet& k) {
     k.tile[id(DType::Q6_K)] = tile_scalar<BlockQ6_K, BlockQ8_K, dot_q6_k>;
     k.tile[id(DType::Q8_0_R16)] = tile_scalar_r16<BlockQ8_0R16, dot_q8_0r16>;
     k.tile[id(DType::Q4_0_R16)] = tile_scalar_r16<BlockQ4_0R16, dot_q4_0r16>;
+    k.tile[id(DType::Q5_0_R16)] = tile_scalar_r16<BlockQ5_0R16, dot_q5_0r16>;
     k.quantize_q8_0 = quantize_q8_0;
     k.quantize_q8_k = quantize_q8_k;
     k.dot_f32 = dot_f32_scalar;

@@ -29,15 +29,24 @@ struct BlockQ8_K { float d; int8_t qs[QK_K]; int16_t bsums[QK_K / 16]; };  // ac
 // Sixteen rows' block b side by side (tensor/repack.h), in 4-element quads so that 32-bit lane i of a
 // 512-bit register holds row i: qs[64 k + 4 i + j] is row i's element 4k + j (Q8_0, k = 0..7, made
 // unsigned: level + 128) or row i's Q4_0 byte 4k + j (k = 0..3; low nibble element 4k + j, high nibble
-// element 16 + 4k + j, levels + 8 as Q4_0 stores them). Then the sixteen rows' scales.
+// element 16 + 4k + j, levels + 8 as Q4_0 stores them). Then the sixteen rows' scales. Q5_0: Q4_0's
+// nibbles, then per register k (elements 4k + j, k = 0..7) a 64-bit mask whose bit 4i + j is row i's fifth
+// bit of that element (levels + 16 as Q5_0 stores them).
 constexpr int kR16Rows = 16;  // rows per repacked group
 struct BlockQ8_0R16 { uint8_t qs[kR16Rows * QK]; uint16_t d[kR16Rows]; };
 struct BlockQ4_0R16 { uint8_t qs[kR16Rows * QK / 2]; uint16_t d[kR16Rows]; };
+struct BlockQ5_0R16 { uint8_t qs[kR16Rows * QK / 2]; uint8_t qh[8][8]; uint16_t d[kR16Rows]; };
+// Row i's fifth bit of element e (0..31) in a repacked Q5_0 block.
+inline int q5r16_high_bit(const BlockQ5_0R16& b, int i, int e) {
+    const int bit = 4 * i + e % 4;
+    return (b.qh[e / 4][bit / 8] >> (bit % 8)) & 1;
+}
 // Activations for the _R16 kernels: Q8_0's levels and (fp16-rounded) scale, the scale as f32 and
 // ofs = -128 * (sum of the levels): the unsigned Q8_0 weight levels' offset correction (Q4_0's, -8 * sum, is
 // ofs / 16), once per block instead of per row.
 struct BlockQ8_0S { int8_t qs[QK]; float d; int32_t ofs; };
-static_assert(sizeof(BlockQ8_0R16) == 16 * 34 && sizeof(BlockQ4_0R16) == 16 * 18 && sizeof(BlockQ8_0S) == 40);
+static_assert(sizeof(BlockQ8_0R16) == 16 * 34 && sizeof(BlockQ4_0R16) == 16 * 18 && sizeof(BlockQ5_0R16) == 16 * 22 &&
+              sizeof(BlockQ8_0S) == 40);
 static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ5_0) == 22 && sizeof(BlockQ8_0) == 34);
 static_assert(sizeof(BlockQ4_K) == 144 && sizeof(BlockQ5_K) == 176 && sizeof(BlockQ6_K) == 210);
 static_assert(sizeof(BlockQ8_K) == 292);

@@ -31,6 +31,23 @@ void pack_q4_0(const BlockQ4_0* rows, int64_t nb, BlockQ4_0R16* out) {
     }
 }
 
+void pack_q5_0(const BlockQ5_0* rows, int64_t nb, BlockQ5_0R16* out) {
+    for (int64_t b = 0; b < nb; ++b) {
+        std::memset(out[b].qh, 0, sizeof(out[b].qh));
+        for (int i = 0; i < kR16Rows; ++i) {
+            const BlockQ5_0& src = rows[i * nb + b];
+            for (int j = 0; j < QK / 2; ++j) out[b].qs[64 * (j / 4) + 4 * i + j % 4] = src.qs[j];
+            uint32_t qh;
+            std::memcpy(&qh, src.qh, 4);
+            for (int e = 0; e < QK; ++e) {  // element e's fifth bit: register e / 4, bit 4i + e % 4
+                const int bit = 4 * i + e % 4;
+                if ((qh >> e) & 1) out[b].qh[e / 4][bit / 8] |= uint8_t(1u << (bit % 8));
+            }
+            out[b].d[i] = src.d;
+        }
+    }
+}
+
 }  // namespace
 
 std::optional<DType> repack_target(DType t, int64_t rows, int64_t cols) {
@@ -41,13 +58,14 @@ std::optional<DType> repack_target(DType t, int64_t rows, int64_t cols) {
 }
 
 int interleaved_rows(DType t) {
-    return t == DType::Q8_0_R16 || t == DType::Q4_0_R16 ? kR16Rows : 1;
+    return t == DType::Q8_0_R16 || t == DType::Q4_0_R16 || t == DType::Q5_0_R16 ? kR16Rows : 1;
 }
 
 void repack_rows(DType from, DType to, void* data, int64_t rows, int64_t cols) {
     const bool q8 = from == DType::Q8_0 && to == DType::Q8_0_R16;
     const bool q4 = from == DType::Q4_0 && to == DType::Q4_0_R16;
-    if (!q8 && !q4) fail("repack: no layout ", dtype_name(to), " for ", dtype_name(from));
+    const bool q5 = from == DType::Q5_0 && to == DType::Q5_0_R16;
+    if (!q8 && !q4 && !q5) fail("repack: no layout ", dtype_name(to), " for ", dtype_name(from));
     if (rows % kR16Rows != 0 || cols % QK != 0)
         fail("repack: ", dtype_name(from), " [", rows, ", ", cols, "]: rows must be a multiple of ", kR16Rows, ", cols of ", QK);
     const int64_t nb = cols / QK;
@@ -58,13 +76,14 @@ void repack_rows(DType from, DType to, void* data, int64_t rows, int64_t cols) {
         uint8_t* p = base + size_t(g) * group_bytes;
         std::memcpy(tmp.data(), p, group_bytes);
         if (q8) pack_q8_0(reinterpret_cast<const BlockQ8_0*>(tmp.data()), nb, reinterpret_cast<BlockQ8_0R16*>(p));
-        else pack_q4_0(reinterpret_cast<const BlockQ4_0*>(tmp.data()), nb, reinterpret_cast<BlockQ4_0R16*>(p));
+        else if (q4) pack_q4_0(reinterpret_cast<const BlockQ4_0*>(tmp.data()), nb, reinterpret_cast<BlockQ4_0R16*>(p));
+        else pack_q5_0(reinterpret_cast<const BlockQ5_0*>(tmp.data()), nb, reinterpret_cast<BlockQ5_0R16*>(p));
     }
 }
 
 void dequantize_matrix_row(DType t, const void* data, int64_t row, int64_t cols, float* out) {
     const auto* base = static_cast<const uint8_t*>(data);
-    if (t != DType::Q8_0_R16 && t != DType::Q4_0_R16) {
+    if (interleaved_rows(t) == 1) {
         dequantize_row_ref(t, base + size_t(row) * row_bytes(t, size_t(cols)), out, cols);
         return;
     }
@@ -77,13 +96,21 @@ void dequantize_matrix_row(DType t, const void* data, int64_t row, int64_t cols,
             const auto& blk = reinterpret_cast<const BlockQ8_0R16*>(group)[b];
             const float d = fp16_to_fp32(blk.d[i]);
             for (int e = 0; e < QK; ++e) y[e] = d * float(int(blk.qs[64 * (e / 4) + 4 * i + e % 4]) - 128);
-        } else {
+        } else if (t == DType::Q4_0_R16) {
             const auto& blk = reinterpret_cast<const BlockQ4_0R16*>(group)[b];
             const float d = fp16_to_fp32(blk.d[i]);
             for (int j = 0; j < QK / 2; ++j) {
                 const uint8_t q = blk.qs[64 * (j / 4) + 4 * i + j % 4];
                 y[j] = d * float((q & 0xf) - 8);
                 y[QK / 2 + j] = d * float((q >> 4) - 8);
+            }
+        } else {
+            const auto& blk = reinterpret_cast<const BlockQ5_0R16*>(group)[b];
+            const float d = fp16_to_fp32(blk.d[i]);
+            for (int j = 0; j < QK / 2; ++j) {
+                const uint8_t q = blk.qs[64 * (j / 4) + 4 * i + j % 4];
+                y[j] = d * float(((q & 0xf) | (q5r16_high_bit(blk, i, j) << 4)) - 16);
+                y[QK / 2 + j] = d * float(((q >> 4) | (q5r16_high_bit(blk, i, j + QK / 2) << 4)) - 16);
             }
         }
     }

@@ -70,14 +70,14 @@ TEST(QuantizedGreedy, Stories260KStaysCloseToF32) {
     }
 }
 
-// Loaded onto huge pages, a Q8_0 / Q4_0 model is repacked for the AVX-512 kernels (tensor/repack.h);
+// Loaded onto huge pages, a Q8_0 / Q4_0 / Q5_0 model is repacked for the AVX-512 kernels (tensor/repack.h);
 // mapped, it runs on the file's layout. The logits of a prompt agree within the two kernels' rounding
 // and the greedy continuation is the same.
 TEST(QuantizedGreedy, RepackedWeightsGiveTheFileLayoutsLogits) {
     FLINT_REQUIRE_SHARED("models/stories260K.gguf");
     const std::string src = shared_path("models/stories260K.gguf");
     auto tok = Tokenizer::from_gguf(*Model::load(src, Residency::Map)->file);
-    for (DType type : {DType::Q8_0, DType::Q4_0}) {
+    for (DType type : {DType::Q8_0, DType::Q4_0, DType::Q5_0}) {
         const std::string out = ::testing::TempDir() + "/stories260K-repack-" + std::string(dtype_name(type)) + ".gguf";
         gguf::QuantizeOptions o;
         o.target = type;

@@ -20,7 +20,7 @@ using namespace flint::test;
 namespace {
 
 struct Pair { DType file, packed; };
-const Pair kPairs[] = {{DType::Q8_0, DType::Q8_0_R16}, {DType::Q4_0, DType::Q4_0_R16}};
+const Pair kPairs[] = {{DType::Q8_0, DType::Q8_0_R16}, {DType::Q4_0, DType::Q4_0_R16}, {DType::Q5_0, DType::Q5_0_R16}};
 
 struct Packed {
     std::vector<uint8_t> file, packed;
@@ -129,6 +129,7 @@ TEST(Repack, TargetOnlyWhereTheKernelsHaveAFasterLayout) {
         set_isa(Isa::AVX512);
         EXPECT_EQ(std::optional(DType::Q8_0_R16), repack_target(DType::Q8_0, 64, 64));
         EXPECT_EQ(std::optional(DType::Q4_0_R16), repack_target(DType::Q4_0, 64, 64));
+        EXPECT_EQ(std::optional(DType::Q5_0_R16), repack_target(DType::Q5_0, 64, 64));
         EXPECT_FALSE(repack_target(DType::Q8_0, 62, 64));  // not whole groups of sixteen rows
         EXPECT_FALSE(repack_target(DType::Q6_K, 64, 256));
         EXPECT_FALSE(repack_target(DType::F16, 64, 64));

@@ -307,7 +307,8 @@ void tile_q8(int64_t cols, const void* w, size_t ws, int nr, const void* a, size
 template <bool kQ5, typename B>
 void tile_q45k_fused(int64_t cols, const void* w, size_t ws, int nr, const void* a, size_t as, int nt, float* y,
                      int64_t ldy) {
-    constexpr int kT = 4;
+    constexpr int kT = 8;  // tokens per pass over a row: 4 -> 8 made a 1.5B Q4_K prompt 70 -> 78 tok/s (the unpacked
+                           // super-block is reused twice as often; eight accumulator pairs still fit in registers)
     const int64_t nb = cols / QK_K;
     const __m512i m4 = _mm512_set1_epi8(0x0f);
     // vpermw indices: lanes 0..15 take scale 2p, lanes 16..31 scale 2p+1.
@@ -370,7 +371,7 @@ void tile_q45k_fused(int64_t cols, const void* w, size_t ws, int nr, const void*
 // int8 scales per 16 widened to int16 lanes; the -32 goes through bsums like a K-quant min.
 void tile_q6k_fused(int64_t cols, const void* w, size_t ws, int nr, const void* a, size_t as, int nt, float* y,
                     int64_t ldy) {
-    constexpr int kT = 4;
+    constexpr int kT = 8;
     const int64_t nb = cols / QK_K;
     const __m512i m4 = _mm512_set1_epi8(0x0f), m2 = _mm512_set1_epi8(0x30);
     // Per-lane shifts that bring bits (0,1) / (2,3) of qh to bits 4,5 for the chunk pair (0,1) and

@@ -159,6 +159,101 @@ void tile_r16(int64_t cols, const void* w, size_t ws, int nr, const void* a, siz
     }
 }
 
+// ---- Q4_K, sixteen rows ----------------------------------------------------------------------------
+// Per 32-element sub-block j: Q4_0_R16's eight VPDPBUSD give the sixteen rows' integer dots (levels 0..15,
+// no offset), VPMULLD applies the rows' 6-bit scales (picked out of the packed scale words with one
+// VPSHUFB), and the sub-blocks add up exactly in int32, as the file's scalar reference does; the mins meet
+// the activation's 32-element sums in four VPDPWSSD. One convert and two FMAs per token and super-block.
+constexpr int kMaxTokensK = 8;
+
+// VPSHUFB controls (indices count bytes within each 128-bit lane, so 32-bit lane d starts at byte 4 (d % 4)):
+// byte b of each 32-bit lane to its byte 0, zeros above (a scale as an int32) ...
+inline __m512i pick_byte(int b) {
+    const __m512i base = _mm512_set1_epi32(int(0x80808000u | uint32_t(b)));
+    return _mm512_add_epi32(base, _mm512_set4_epi32(12, 8, 4, 0));
+}
+// ... or bytes b, b+1 to its two 16-bit halves (two mins as an int16 pair).
+inline __m512i pick_pair(int b) {
+    const __m512i base = _mm512_set1_epi32(int(0x80008000u | uint32_t(b) | (uint32_t(b + 1) << 16)));
+    return _mm512_add_epi32(base, _mm512_set4_epi32(0x000c000c, 0x00080008, 0x00040004, 0));
+}
+
+template <int T>
+void group_q4k(int64_t nb, const BlockQ4_KR16* wb, const uint8_t* a, size_t as, float* y, int64_t ldy) {
+    const BlockQ8_K* at[T];
+    for (int t = 0; t < T; ++t) at[t] = reinterpret_cast<const BlockQ8_K*>(a + size_t(t) * as);
+    __m512 acc[T];
+    for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+    const __m512i lo6 = _mm512_set1_epi32(0x3f3f3f3f), lo4 = _mm512_set1_epi32(0x0f0f0f0f), lo2 = _mm512_set1_epi32(0x03030303);
+    for (int64_t b = 0; b < nb; ++b) {
+        const BlockQ4_KR16& B = wb[b];
+        // The eight scales and mins of every row (lane), four per 32-bit word, as k4_scales_mins unpacks them.
+        const __m512i w0 = _mm512_loadu_si512(B.sc[0]), w1 = _mm512_loadu_si512(B.sc[1]), w2 = _mm512_loadu_si512(B.sc[2]);
+        const __m512i s03 = _mm512_and_si512(w0, lo6), m03 = _mm512_and_si512(w1, lo6);
+        const __m512i s47 = _mm512_or_si512(_mm512_and_si512(w2, lo4),
+                                            _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(w0, 6), lo2), 4));
+        const __m512i m47 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(w2, 4), lo4),
+                                            _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(w1, 6), lo2), 4));
+        __m512i qsum[T];
+        for (int t = 0; t < T; ++t) qsum[t] = _mm512_setzero_si512();
+        for (int j = 0; j < 8; ++j) {
+            __m512i w[8];
+            Q4R16::load_nibbles(B.qs[j], w);
+            const __m512i scj = _mm512_shuffle_epi8(j < 4 ? s03 : s47, pick_byte(j % 4));
+#pragma GCC unroll 8
+            for (int t = 0; t < T; ++t) {
+                const int8_t* aq = at[t][b].qs + 32 * j;
+                __m512i i0 = _mm512_setzero_si512(), i1 = _mm512_setzero_si512();
+                for (int k = 0; k < 8; k += 2) {
+                    i0 = dpbusd_quad(i0, w[k], aq, k);
+                    i1 = dpbusd_quad(i1, w[k + 1], aq, k + 1);
+                }
+                qsum[t] = _mm512_add_epi32(qsum[t], _mm512_mullo_epi32(_mm512_add_epi32(i0, i1), scj));
+            }
+        }
+        const __m512i mp[4] = {_mm512_shuffle_epi8(m03, pick_pair(0)), _mm512_shuffle_epi8(m03, pick_pair(2)),
+                               _mm512_shuffle_epi8(m47, pick_pair(0)), _mm512_shuffle_epi8(m47, pick_pair(2))};
+        const __m512 dr = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(B.d)));
+        const __m512 dmr = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(B.dmin)));
+        for (int t = 0; t < T; ++t) {
+            const BlockQ8_K& ab = at[t][b];
+            __m512i msum = _mm512_setzero_si512();
+            for (int q = 0; q < 4; ++q) {  // sub-blocks 2q and 2q+1: their activation sums as an int16 pair
+                const int s0 = ab.bsums[4 * q] + ab.bsums[4 * q + 1], s1 = ab.bsums[4 * q + 2] + ab.bsums[4 * q + 3];
+                const int pair = int(uint32_t(uint16_t(int16_t(s0))) | (uint32_t(uint16_t(int16_t(s1))) << 16));
+                msum = _mm512_dpwssd_epi32(msum, mp[q], _mm512_set1_epi32(pair));
+            }
+            const __m512 v = _mm512_fnmadd_ps(dmr, _mm512_cvtepi32_ps(msum), _mm512_mul_ps(dr, _mm512_cvtepi32_ps(qsum[t])));
+            acc[t] = _mm512_fmadd_ps(v, _mm512_set1_ps(ab.d), acc[t]);
+        }
+    }
+    for (int t = 0; t < T; ++t) _mm512_storeu_ps(y + t * ldy, acc[t]);
+}
+
+template <int T>
+void groups_q4k(int64_t nb, const uint8_t* w, size_t gs, int ng, const uint8_t* a, size_t as, float* y, int64_t ldy) {
+    for (int g = 0; g < ng; ++g)
+        group_q4k<T>(nb, reinterpret_cast<const BlockQ4_KR16*>(w + size_t(g) * gs), a, as, y + 16 * g, ldy);
+}
+
+template <int... Ts>
+void dispatch_q4k(int n, int64_t nb, const uint8_t* w, size_t gs, int ng, const uint8_t* a, size_t as, float* y,
+                  int64_t ldy, std::integer_sequence<int, Ts...>) {
+    ((n == Ts + 1 ? groups_q4k<Ts + 1>(nb, w, gs, ng, a, as, y, ldy) : void()), ...);
+}
+
+void tile_q4k_r16(int64_t cols, const void* w, size_t ws, int nr, const void* a, size_t as, int nt, float* y, int64_t ldy) {
+    const int64_t nb = cols / QK_K;
+    const auto* ab = static_cast<const uint8_t*>(a);
+    const int passes = (nt + kMaxTokensK - 1) / kMaxTokensK;
+    for (int t = 0, i = 0; t < nt; ++i) {
+        const int n = nt / passes + (i < nt % passes);
+        dispatch_q4k(n, nb, static_cast<const uint8_t*>(w), 16 * ws, nr / 16, ab + size_t(t) * as, as, y + t * ldy, ldy,
+                     std::make_integer_sequence<int, kMaxTokensK>{});
+        t += n;
+    }
+}
+
 constexpr int id(DType t) { return static_cast<int>(t); }
 
 }  // namespace
@@ -167,11 +262,13 @@ void fill_avx512_r16(KernelSet& k) {
     k.tile[id(DType::Q8_0_R16)] = tile_r16<Q8R16>;
     k.tile[id(DType::Q4_0_R16)] = tile_r16<Q4R16>;
     k.tile[id(DType::Q5_0_R16)] = tile_r16<Q5R16>;
-    for (DType t : {DType::Q8_0_R16, DType::Q4_0_R16, DType::Q5_0_R16})
+    k.tile[id(DType::Q4_K_R16)] = tile_q4k_r16;
+    for (DType t : {DType::Q8_0_R16, DType::Q4_0_R16, DType::Q5_0_R16, DType::Q4_K_R16})
         k.stream_tokens[id(t)] = 255;  // every token count: tiles of one group (kDecodeRows = 16 rows)
     k.repack[id(DType::Q8_0)] = DType::Q8_0_R16;
     k.repack[id(DType::Q4_0)] = DType::Q4_0_R16;
     k.repack[id(DType::Q5_0)] = DType::Q5_0_R16;
+    k.repack[id(DType::Q4_K)] = DType::Q4_K_R16;
 }
 
 }  // namespace flint::detail

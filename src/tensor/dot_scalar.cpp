@@ -160,13 +160,23 @@ float dot_q5_0r16(int64_t cols, const BlockQ5_0R16* w, int i, const BlockQ8_0S* 
     return sum;
 }
 
-template <typename W, float (*Dot)(int64_t, const W*, int, const BlockQ8_0S*)>
+// Row i of repacked Q4_K blocks: unpacked to the file's layout block by block, then the file's arithmetic.
+float dot_q4_kr16(int64_t cols, const BlockQ4_KR16* w, int i, const BlockQ8_K* a) {
+    float sum = 0;
+    for (int64_t b = 0; b < cols / QK_K; ++b) {
+        const BlockQ4_K r = q4kr16_row(w[b], i);
+        sum += dot_q4_k(QK_K, &r, a + b);
+    }
+    return sum;
+}
+
+template <typename W, typename A, float (*Dot)(int64_t, const W*, int, const A*)>
 void tile_scalar_r16(int64_t cols, const void* w, size_t w_stride, int nr, const void* a, size_t a_stride, int nt,
                      float* y, int64_t ldy) {
     for (int t = 0; t < nt; ++t)
         for (int r = 0; r < nr; ++r)
             y[t * ldy + r] = Dot(cols, reinterpret_cast<const W*>(static_cast<const char*>(w) + (r / kR16Rows) * kR16Rows * w_stride),
-                                 r % kR16Rows, reinterpret_cast<const BlockQ8_0S*>(static_cast<const char*>(a) + t * a_stride));
+                                 r % kR16Rows, reinterpret_cast<const A*>(static_cast<const char*>(a) + t * a_stride));
 }
 
 constexpr int id(DType t) { return static_cast<int>(t); }
@@ -176,7 +186,7 @@ constexpr int id(DType t) { return static_cast<int>(t); }
 DType activation_type(DType w) {
     switch (w) {
         case DType::Q4_0: case DType::Q5_0: case DType::Q8_0: return DType::Q8_0;
-        case DType::Q4_K: case DType::Q5_K: case DType::Q6_K: return DType::Q8_K;
+        case DType::Q4_K: case DType::Q5_K: case DType::Q6_K: case DType::Q4_K_R16: return DType::Q8_K;
         case DType::Q8_0_R16: case DType::Q4_0_R16: case DType::Q5_0_R16: return DType::Q8_0_S;
         default: return DType::F32;
     }
@@ -192,9 +202,10 @@ void fill_scalar(KernelSet& k) {
     k.tile[id(DType::Q4_K)] = tile_scalar<BlockQ4_K, BlockQ8_K, dot_q4_k>;
     k.tile[id(DType::Q5_K)] = tile_scalar<BlockQ5_K, BlockQ8_K, dot_q5_k>;
     k.tile[id(DType::Q6_K)] = tile_scalar<BlockQ6_K, BlockQ8_K, dot_q6_k>;
-    k.tile[id(DType::Q8_0_R16)] = tile_scalar_r16<BlockQ8_0R16, dot_q8_0r16>;
-    k.tile[id(DType::Q4_0_R16)] = tile_scalar_r16<BlockQ4_0R16, dot_q4_0r16>;
-    k.tile[id(DType::Q5_0_R16)] = tile_scalar_r16<BlockQ5_0R16, dot_q5_0r16>;
+    k.tile[id(DType::Q8_0_R16)] = tile_scalar_r16<BlockQ8_0R16, BlockQ8_0S, dot_q8_0r16>;
+    k.tile[id(DType::Q4_0_R16)] = tile_scalar_r16<BlockQ4_0R16, BlockQ8_0S, dot_q4_0r16>;
+    k.tile[id(DType::Q5_0_R16)] = tile_scalar_r16<BlockQ5_0R16, BlockQ8_0S, dot_q5_0r16>;
+    k.tile[id(DType::Q4_K_R16)] = tile_scalar_r16<BlockQ4_KR16, BlockQ8_K, dot_q4_kr16>;
     k.quantize_q8_0 = quantize_q8_0;
     k.quantize_q8_k = quantize_q8_k;
     k.dot_f32 = dot_f32_scalar;

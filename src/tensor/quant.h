@@ -41,12 +41,31 @@ inline int q5r16_high_bit(const BlockQ5_0R16& b, int i, int e) {
     const int bit = 4 * i + e % 4;
     return (b.qh[e / 4][bit / 8] >> (bit % 8)) & 1;
 }
+// Q4_K: super-block b of sixteen rows. Sub-block j (32 elements) as Q4_0_R16's nibbles: qs[j][64 k + 4 i + c]
+// holds row i's element 4k + c (low nibble) and 16 + 4k + c (high nibble), k = 0..3; then the rows' 12
+// scale bytes as three 32-bit words, word w of row i at sc[w][i]; then the rows' d and dmin.
+struct BlockQ4_KR16 { uint8_t qs[8][256]; uint32_t sc[3][kR16Rows]; uint16_t d[kR16Rows]; uint16_t dmin[kR16Rows]; };
+// Row i of a repacked Q4_K block, back in the file's layout.
+inline BlockQ4_K q4kr16_row(const BlockQ4_KR16& b, int i) {
+    BlockQ4_K r{};
+    r.d = b.d[i];
+    r.dmin = b.dmin[i];
+    for (int w = 0; w < 3; ++w) __builtin_memcpy(r.scales + 4 * w, &b.sc[w][i], 4);
+    for (int j = 0; j < 8; ++j)      // file: sub-block j is the low (j even) or high (j odd) nibbles of
+        for (int e = 0; e < 32; ++e) {  // qs[32 (j / 2) + e]
+            const uint8_t q = b.qs[j][64 * ((e % 16) / 4) + 4 * i + e % 4];
+            const uint8_t v = e < 16 ? (q & 0xf) : (q >> 4);
+            uint8_t& dst = r.qs[32 * (j / 2) + e];
+            dst = j % 2 == 0 ? uint8_t((dst & 0xf0) | v) : uint8_t((dst & 0x0f) | (v << 4));
+        }
+    return r;
+}
 // Activations for the _R16 kernels: Q8_0's levels and (fp16-rounded) scale, the scale as f32 and
 // ofs = -128 * (sum of the levels): the unsigned Q8_0 weight levels' offset correction (Q4_0's, -8 * sum, is
 // ofs / 16), once per block instead of per row.
 struct BlockQ8_0S { int8_t qs[QK]; float d; int32_t ofs; };
 static_assert(sizeof(BlockQ8_0R16) == 16 * 34 && sizeof(BlockQ4_0R16) == 16 * 18 && sizeof(BlockQ5_0R16) == 16 * 22 &&
-              sizeof(BlockQ8_0S) == 40);
+              sizeof(BlockQ4_KR16) == 16 * 144 && sizeof(BlockQ8_0S) == 40);
 static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ5_0) == 22 && sizeof(BlockQ8_0) == 34);
 static_assert(sizeof(BlockQ4_K) == 144 && sizeof(BlockQ5_K) == 176 && sizeof(BlockQ6_K) == 210);
 static_assert(sizeof(BlockQ8_K) == 292);

@@ -48,27 +48,48 @@ void pack_q5_0(const BlockQ5_0* rows, int64_t nb, BlockQ5_0R16* out) {
     }
 }
 
+void pack_q4_k(const BlockQ4_K* rows, int64_t nb, BlockQ4_KR16* out) {
+    for (int64_t b = 0; b < nb; ++b) {
+        for (int i = 0; i < kR16Rows; ++i) {
+            const BlockQ4_K& src = rows[i * nb + b];
+            out[b].d[i] = src.d;
+            out[b].dmin[i] = src.dmin;
+            for (int w = 0; w < 3; ++w) std::memcpy(&out[b].sc[w][i], src.scales + 4 * w, 4);
+            for (int j = 0; j < 8; ++j)
+                for (int e = 0; e < 16; ++e) {  // elements e and 16 + e of sub-block j share a byte
+                    const uint8_t* q = src.qs + 32 * (j / 2);
+                    const int shift = (j % 2) * 4;
+                    const uint8_t lo = (q[e] >> shift) & 0xf, hi = (q[e + 16] >> shift) & 0xf;
+                    out[b].qs[j][64 * (e / 4) + 4 * i + e % 4] = uint8_t(lo | (hi << 4));
+                }
+        }
+    }
+}
+
 }  // namespace
 
 std::optional<DType> repack_target(DType t, int64_t rows, int64_t cols) {
-    if (static_cast<uint32_t>(t) >= kMaxDTypeId || rows % kR16Rows != 0 || cols % QK != 0) return std::nullopt;
+    if (static_cast<uint32_t>(t) >= kMaxDTypeId || rows % kR16Rows != 0) return std::nullopt;
+    if (const auto tr = dtype_traits(static_cast<uint32_t>(t)); !tr || cols % tr->block_elems != 0) return std::nullopt;
     const DType to = detail::active_kernels().repack[static_cast<int>(t)];
     if (to == DType::F32) return std::nullopt;
     return to;
 }
 
 int interleaved_rows(DType t) {
-    return t == DType::Q8_0_R16 || t == DType::Q4_0_R16 || t == DType::Q5_0_R16 ? kR16Rows : 1;
+    return t == DType::Q8_0_R16 || t == DType::Q4_0_R16 || t == DType::Q5_0_R16 || t == DType::Q4_K_R16 ? kR16Rows : 1;
 }
 
 void repack_rows(DType from, DType to, void* data, int64_t rows, int64_t cols) {
     const bool q8 = from == DType::Q8_0 && to == DType::Q8_0_R16;
     const bool q4 = from == DType::Q4_0 && to == DType::Q4_0_R16;
     const bool q5 = from == DType::Q5_0 && to == DType::Q5_0_R16;
-    if (!q8 && !q4 && !q5) fail("repack: no layout ", dtype_name(to), " for ", dtype_name(from));
-    if (rows % kR16Rows != 0 || cols % QK != 0)
-        fail("repack: ", dtype_name(from), " [", rows, ", ", cols, "]: rows must be a multiple of ", kR16Rows, ", cols of ", QK);
-    const int64_t nb = cols / QK;
+    const bool q4k = from == DType::Q4_K && to == DType::Q4_K_R16;
+    if (!q8 && !q4 && !q5 && !q4k) fail("repack: no layout ", dtype_name(to), " for ", dtype_name(from));
+    const int64_t block = q4k ? QK_K : QK;
+    if (rows % kR16Rows != 0 || cols % block != 0)
+        fail("repack: ", dtype_name(from), " [", rows, ", ", cols, "]: rows must be a multiple of ", kR16Rows, ", cols of ", block);
+    const int64_t nb = cols / block;
     const size_t group_bytes = kR16Rows * row_bytes(from, size_t(cols));
     std::vector<uint8_t> tmp(group_bytes);
     auto* base = static_cast<uint8_t*>(data);
@@ -77,6 +98,7 @@ void repack_rows(DType from, DType to, void* data, int64_t rows, int64_t cols) {
         std::memcpy(tmp.data(), p, group_bytes);
         if (q8) pack_q8_0(reinterpret_cast<const BlockQ8_0*>(tmp.data()), nb, reinterpret_cast<BlockQ8_0R16*>(p));
         else if (q4) pack_q4_0(reinterpret_cast<const BlockQ4_0*>(tmp.data()), nb, reinterpret_cast<BlockQ4_0R16*>(p));
+        else if (q4k) pack_q4_k(reinterpret_cast<const BlockQ4_K*>(tmp.data()), nb, reinterpret_cast<BlockQ4_KR16*>(p));
         else pack_q5_0(reinterpret_cast<const BlockQ5_0*>(tmp.data()), nb, reinterpret_cast<BlockQ5_0R16*>(p));
     }
 }
@@ -87,9 +109,17 @@ void dequantize_matrix_row(DType t, const void* data, int64_t row, int64_t cols,
         dequantize_row_ref(t, base + size_t(row) * row_bytes(t, size_t(cols)), out, cols);
         return;
     }
-    const int64_t nb = cols / QK;
     const int i = int(row % kR16Rows);
     const uint8_t* group = base + size_t(row / kR16Rows) * kR16Rows * row_bytes(t, size_t(cols));
+    if (t == DType::Q4_K_R16) {
+        const auto* blk = reinterpret_cast<const BlockQ4_KR16*>(group);
+        for (int64_t b = 0; b < cols / QK_K; ++b) {
+            const BlockQ4_K r = q4kr16_row(blk[b], i);
+            dequantize_row_ref(DType::Q4_K, &r, out + b * QK_K, QK_K);
+        }
+        return;
+    }
+    const int64_t nb = cols / QK;
     for (int64_t b = 0; b < nb; ++b) {
         float* y = out + b * QK;
         if (t == DType::Q8_0_R16) {

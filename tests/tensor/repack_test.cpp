@@ -20,7 +20,16 @@ using namespace flint::test;
 namespace {
 
 struct Pair { DType file, packed; };
-const Pair kPairs[] = {{DType::Q8_0, DType::Q8_0_R16}, {DType::Q4_0, DType::Q4_0_R16}, {DType::Q5_0, DType::Q5_0_R16}};
+const Pair kPairs[] = {{DType::Q8_0, DType::Q8_0_R16},
+                       {DType::Q4_0, DType::Q4_0_R16},
+                       {DType::Q5_0, DType::Q5_0_R16},
+                       {DType::Q4_K, DType::Q4_K_R16}};
+
+// A width the file type can hold: cols rounded up to its block (256 for Q4_K).
+int64_t fit(Pair p, int64_t cols) {
+    const int64_t b = traits(p.file).block_elems;
+    return (cols + b - 1) / b * b;
+}
 
 struct Packed {
     std::vector<uint8_t> file, packed;
@@ -38,7 +47,7 @@ Packed make(Pair p, int64_t rows, int64_t cols, uint32_t seed) {
 
 TEST(Repack, EveryRowDequantizesToTheFileRow) {
     for (Pair p : kPairs) {
-        const int64_t rows = 32, cols = 96;
+        const int64_t rows = 32, cols = fit(p, 96);
         Packed m = make(p, rows, cols, 1);
         EXPECT_NE(0, std::memcmp(m.file.data(), m.packed.data(), m.file.size())) << "the bytes did move";
         std::vector<float> a(cols), b(cols), c(cols);
@@ -56,7 +65,7 @@ TEST(Repack, ScalarKernelGivesTheFileLayoutsBits) {
     IsaGuard guard;
     set_isa(Isa::Scalar);
     for (Pair p : kPairs) {
-        const int64_t rows = 16, cols = 256, n = 5;
+        const int64_t rows = 16, cols = fit(p, 256), n = 5;
         Packed m = make(p, rows, cols, 2);
         auto x = random_floats(size_t(n * cols), 3);
         std::vector<float> y_file(size_t(n * rows)), y_packed(size_t(n * rows));
@@ -70,7 +79,8 @@ TEST(Repack, EveryIsaMatchesTheScalarReference) {
     IsaGuard guard;
     ThreadPool pool(2);
     for (Pair p : kPairs) {
-        for (int64_t cols : {int64_t(32), int64_t(96), int64_t(896), int64_t(4864)}) {
+        for (int64_t c : {int64_t(32), int64_t(96), int64_t(896), int64_t(4864)}) {
+            const int64_t cols = fit(p, c);
             const int64_t rows = 48;
             Packed m = make(p, rows, cols, 4 + uint32_t(cols));
             const WeightView wv{p.packed, m.packed.data(), rows, cols};
@@ -104,7 +114,7 @@ TEST(Repack, ATokenGetsTheSameBitsInAnyBatch) {
     for (Isa isa : available_isas()) {
         set_isa(isa);
         for (Pair p : kPairs) {
-            const int64_t rows = 32, cols = 896;
+            const int64_t rows = 32, cols = fit(p, 896);
             Packed m = make(p, rows, cols, 6);
             const WeightView wv{p.packed, m.packed.data(), rows, cols};
             for (int64_t n : {2, 5, 8, 9, 17, 33, 300}) {
@@ -130,6 +140,7 @@ TEST(Repack, TargetOnlyWhereTheKernelsHaveAFasterLayout) {
         EXPECT_EQ(std::optional(DType::Q8_0_R16), repack_target(DType::Q8_0, 64, 64));
         EXPECT_EQ(std::optional(DType::Q4_0_R16), repack_target(DType::Q4_0, 64, 64));
         EXPECT_EQ(std::optional(DType::Q5_0_R16), repack_target(DType::Q5_0, 64, 64));
+        EXPECT_EQ(std::optional(DType::Q4_K_R16), repack_target(DType::Q4_K, 64, 256));
         EXPECT_FALSE(repack_target(DType::Q8_0, 62, 64));  // not whole groups of sixteen rows
         EXPECT_FALSE(repack_target(DType::Q6_K, 64, 256));
         EXPECT_FALSE(repack_target(DType::F16, 64, 64));

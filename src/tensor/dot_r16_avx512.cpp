@@ -254,6 +254,84 @@ void tile_q4k_r16(int64_t cols, const void* w, size_t ws, int nr, const void* a,
     }
 }
 
+// ---- Q6_K, sixteen rows ----------------------------------------------------------------------------
+// Per pair of 16-element sub-blocks: the levels (0..63) rebuilt from Q4_0_R16-style nibbles and a register of
+// top bits per four quads (one shift, one VPTERNLOGD each); four VPDPBUSD per sub-block give the rows' dots,
+// VPMULLD applies the rows' int8 scales, and the -32 offset enters as -32 * scale * (the activation's
+// 16-element sums) through one VPDPWSSD per pair. All in int32, as the file's scalar code sums.
+template <int T>
+void group_q6k(int64_t nb, const BlockQ6_KR16* wb, const uint8_t* a, size_t as, float* y, int64_t ldy) {
+    const BlockQ8_K* at[T];
+    for (int t = 0; t < T; ++t) at[t] = reinterpret_cast<const BlockQ8_K*>(a + size_t(t) * as);
+    __m512 acc[T];
+    for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+    const __m512i m30 = _mm512_set1_epi8(0x30);
+    for (int64_t b = 0; b < nb; ++b) {
+        const BlockQ6_KR16& B = wb[b];
+        __m512i qsum[T];
+        for (int t = 0; t < T; ++t) qsum[t] = _mm512_setzero_si512();
+        for (int P = 0; P < 8; ++P) {
+            __m512i w[8];
+            Q4R16::load_nibbles(B.p[P].nib, w);
+            for (int g = 0; g < 2; ++g) {
+                const __m512i h = _mm512_loadu_si512(B.p[P].hi[g]);
+                // Bits 2(k % 4), 2(k % 4) + 1 of each byte to bits 4, 5, OR-ed into the nibble: a | (b & c).
+                w[4 * g + 0] = _mm512_ternarylogic_epi32(w[4 * g + 0], _mm512_slli_epi16(h, 4), m30, 0xF8);
+                w[4 * g + 1] = _mm512_ternarylogic_epi32(w[4 * g + 1], _mm512_slli_epi16(h, 2), m30, 0xF8);
+                w[4 * g + 2] = _mm512_ternarylogic_epi32(w[4 * g + 2], h, m30, 0xF8);
+                w[4 * g + 3] = _mm512_ternarylogic_epi32(w[4 * g + 3], _mm512_srli_epi16(h, 2), m30, 0xF8);
+            }
+            // Lane i: (scale 2P, scale 2P+1) of row i as an int16 pair; each as an int32; -32 * the pair.
+            const __m512i pair = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(B.p[P].sc)));
+            const __m512i s0 = _mm512_srai_epi32(_mm512_slli_epi32(pair, 16), 16), s1 = _mm512_srai_epi32(pair, 16);
+            const __m512i neg32 = _mm512_sub_epi16(_mm512_setzero_si512(), _mm512_slli_epi16(pair, 5));
+#pragma GCC unroll 8
+            for (int t = 0; t < T; ++t) {
+                const BlockQ8_K& ab = at[t][b];
+                const int8_t* aq = ab.qs + 32 * P;
+                __m512i i0 = _mm512_setzero_si512(), i1 = _mm512_setzero_si512();
+                for (int k = 0; k < 4; ++k) {
+                    i0 = dpbusd_quad(i0, w[k], aq, k);
+                    i1 = dpbusd_quad(i1, w[k + 4], aq, k + 4);
+                }
+                int32_t sums;  // the activation's sums over the two sub-blocks, an int16 pair
+                std::memcpy(&sums, ab.bsums + 2 * P, 4);
+                __m512i q = _mm512_dpwssd_epi32(qsum[t], neg32, _mm512_set1_epi32(sums));
+                q = _mm512_add_epi32(q, _mm512_mullo_epi32(i0, s0));
+                qsum[t] = _mm512_add_epi32(q, _mm512_mullo_epi32(i1, s1));
+            }
+        }
+        const __m512 dr = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(B.d)));
+        for (int t = 0; t < T; ++t)
+            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(qsum[t]), _mm512_mul_ps(dr, _mm512_set1_ps(at[t][b].d)), acc[t]);
+    }
+    for (int t = 0; t < T; ++t) _mm512_storeu_ps(y + t * ldy, acc[t]);
+}
+
+template <int T>
+void groups_q6k(int64_t nb, const uint8_t* w, size_t gs, int ng, const uint8_t* a, size_t as, float* y, int64_t ldy) {
+    for (int g = 0; g < ng; ++g)
+        group_q6k<T>(nb, reinterpret_cast<const BlockQ6_KR16*>(w + size_t(g) * gs), a, as, y + 16 * g, ldy);
+}
+
+template <int... Ts>
+void dispatch_q6k(int n, int64_t nb, const uint8_t* w, size_t gs, int ng, const uint8_t* a, size_t as, float* y,
+                  int64_t ldy, std::integer_sequence<int, Ts...>) {
+    ((n == Ts + 1 ? groups_q6k<Ts + 1>(nb, w, gs, ng, a, as, y, ldy) : void()), ...);
+}
+
+void tile_q6k_r16(int64_t cols, const void* w, size_t ws, int nr, const void* a, size_t as, int nt, float* y, int64_t ldy) {
+    const int64_t nb = cols / QK_K;
+    const auto* ab = static_cast<const uint8_t*>(a);
+    const int passes = (nt + kMaxTokensK - 1) / kMaxTokensK;
+    for (int t = 0, i = 0; t < nt; ++i) {
+        const int n = nt / passes + (i < nt % passes);
+        dispatch_q6k(n, nb, static_cast<const uint8_t*>(w), 16 * ws, nr / 16, ab + size_t(t) * as, as, y + t * ldy, ldy,
+                     std::make_integer_sequence<int, kMaxTokensK>{});
+        t += n;
+    }
+}
+
 constexpr int id(DType t) { return static_cast<int>(t); }
 
 }  // namespace
@@ -263,12 +341,14 @@ void fill_avx512_r16(KernelSet& k) {
     k.tile[id(DType::Q4_0_R16)] = tile_r16<Q4R16>;
     k.tile[id(DType::Q5_0_R16)] = tile_r16<Q5R16>;
     k.tile[id(DType::Q4_K_R16)] = tile_q4k_r16;
-    for (DType t : {DType::Q8_0_R16, DType::Q4_0_R16, DType::Q5_0_R16, DType::Q4_K_R16})
+    k.tile[id(DType::Q6_K_R16)] = tile_q6k_r16;
+    for (DType t : {DType::Q8_0_R16, DType::Q4_0_R16, DType::Q5_0_R16, DType::Q4_K_R16, DType::Q6_K_R16})
         k.stream_tokens[id(t)] = 255;  // every token count: tiles of one group (kDecodeRows = 16 rows)
     k.repack[id(DType::Q8_0)] = DType::Q8_0_R16;
     k.repack[id(DType::Q4_0)] = DType::Q4_0_R16;
     k.repack[id(DType::Q5_0)] = DType::Q5_0_R16;
     k.repack[id(DType::Q4_K)] = DType::Q4_K_R16;
+    k.repack[id(DType::Q6_K)] = DType::Q6_K_R16;
 }
 
 }  // namespace flint::detail

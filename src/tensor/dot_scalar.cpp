@@ -170,6 +170,15 @@ float dot_q4_kr16(int64_t cols, const BlockQ4_KR16* w, int i, const BlockQ8_K* a
     return sum;
 }
 
+float dot_q6_kr16(int64_t cols, const BlockQ6_KR16* w, int i, const BlockQ8_K* a) {
+    float sum = 0;
+    for (int64_t b = 0; b < cols / QK_K; ++b) {
+        const BlockQ6_K r = q6kr16_row(w[b], i);
+        sum += dot_q6_k(QK_K, &r, a + b);
+    }
+    return sum;
+}
+
 template <typename W, typename A, float (*Dot)(int64_t, const W*, int, const A*)>
 void tile_scalar_r16(int64_t cols, const void* w, size_t w_stride, int nr, const void* a, size_t a_stride, int nt,
                      float* y, int64_t ldy) {
@@ -186,7 +195,8 @@ constexpr int id(DType t) { return static_cast<int>(t); }
 DType activation_type(DType w) {
     switch (w) {
         case DType::Q4_0: case DType::Q5_0: case DType::Q8_0: return DType::Q8_0;
-        case DType::Q4_K: case DType::Q5_K: case DType::Q6_K: case DType::Q4_K_R16: return DType::Q8_K;
+        case DType::Q4_K: case DType::Q5_K: case DType::Q6_K: case DType::Q4_K_R16: case DType::Q6_K_R16:
+            return DType::Q8_K;
         case DType::Q8_0_R16: case DType::Q4_0_R16: case DType::Q5_0_R16: return DType::Q8_0_S;
         default: return DType::F32;
     }
@@ -206,6 +216,7 @@ void fill_scalar(KernelSet& k) {
     k.tile[id(DType::Q4_0_R16)] = tile_scalar_r16<BlockQ4_0R16, BlockQ8_0S, dot_q4_0r16>;
     k.tile[id(DType::Q5_0_R16)] = tile_scalar_r16<BlockQ5_0R16, BlockQ8_0S, dot_q5_0r16>;
     k.tile[id(DType::Q4_K_R16)] = tile_scalar_r16<BlockQ4_KR16, BlockQ8_K, dot_q4_kr16>;
+    k.tile[id(DType::Q6_K_R16)] = tile_scalar_r16<BlockQ6_KR16, BlockQ8_K, dot_q6_kr16>;
     k.quantize_q8_0 = quantize_q8_0;
     k.quantize_q8_k = quantize_q8_k;
     k.dot_f32 = dot_f32_scalar;

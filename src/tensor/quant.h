@@ -60,12 +60,47 @@ inline BlockQ4_K q4kr16_row(const BlockQ4_KR16& b, int i) {
         }
     return r;
 }
+// Q6_K's level (0..63, standing for level - 32) of element e (0..255), read and written in the file's layout.
+inline int q6k_level(const BlockQ6_K& b, int e) {
+    const int h = e / 128, k = (e % 128) / 32, l = e % 32;
+    const uint8_t lo = b.ql[64 * h + l + ((k & 1) ? 32 : 0)];
+    return ((k < 2) ? (lo & 0xf) : (lo >> 4)) | (((b.qh[32 * h + l] >> (2 * k)) & 3) << 4);
+}
+inline void q6k_set_level(BlockQ6_K& b, int e, int level) {  // the block's bits for e start cleared
+    const int h = e / 128, k = (e % 128) / 32, l = e % 32;
+    b.ql[64 * h + l + ((k & 1) ? 32 : 0)] |= uint8_t((k < 2) ? (level & 0xf) : ((level & 0xf) << 4));
+    b.qh[32 * h + l] |= uint8_t(((level >> 4) & 3) << (2 * k));
+}
+// Q6_K: super-block b of sixteen rows, per pair P of 16-element sub-blocks (elements 32P .. 32P + 31, register
+// k = 0..7 holding elements 32P + 4k + c): the levels' low four bits as Q4_0_R16's nibbles (p[P].nib[64 (k % 4)
+// + 4 i + c], low nibble for k < 4), their top two bits in p[P].hi[k / 4][4 i + c] at bit 2 (k % 4); the rows'
+// int8 scales of sub-blocks 2P and 2P + 1 side by side (sc[P][2 i], sc[P][2 i + 1]); each pair's bytes
+// together (one sequential stream: split into three arrays the hardware prefetcher lost track and decode
+// ran at half speed); then the rows' d.
+struct Q6KR16Pair { uint8_t nib[256]; uint8_t hi[2][64]; int8_t sc[32]; };
+struct BlockQ6_KR16 { Q6KR16Pair p[8]; uint16_t d[kR16Rows]; };
+inline BlockQ6_K q6kr16_row(const BlockQ6_KR16& b, int i) {
+    BlockQ6_K r{};
+    r.d = b.d[i];
+    for (int P = 0; P < 8; ++P) {
+        r.scales[2 * P] = b.p[P].sc[2 * i];
+        r.scales[2 * P + 1] = b.p[P].sc[2 * i + 1];
+        for (int idx = 0; idx < 32; ++idx) {
+            const int k = idx / 4, c = idx % 4;
+            const uint8_t n = b.p[P].nib[64 * (k % 4) + 4 * i + c];
+            const int lo = k < 4 ? (n & 0xf) : (n >> 4);
+            const int hi = (b.p[P].hi[k / 4][4 * i + c] >> (2 * (k % 4))) & 3;
+            q6k_set_level(r, 32 * P + idx, lo | (hi << 4));
+        }
+    }
+    return r;
+}
 // Activations for the _R16 kernels: Q8_0's levels and (fp16-rounded) scale, the scale as f32 and
 // ofs = -128 * (sum of the levels): the unsigned Q8_0 weight levels' offset correction (Q4_0's, -8 * sum, is
 // ofs / 16), once per block instead of per row.
 struct BlockQ8_0S { int8_t qs[QK]; float d; int32_t ofs; };
 static_assert(sizeof(BlockQ8_0R16) == 16 * 34 && sizeof(BlockQ4_0R16) == 16 * 18 && sizeof(BlockQ5_0R16) == 16 * 22 &&
-              sizeof(BlockQ4_KR16) == 16 * 144 && sizeof(BlockQ8_0S) == 40);
+              sizeof(BlockQ4_KR16) == 16 * 144 && sizeof(BlockQ6_KR16) == 16 * 210 && sizeof(BlockQ8_0S) == 40);
 static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ5_0) == 22 && sizeof(BlockQ8_0) == 34);
 static_assert(sizeof(BlockQ4_K) == 144 && sizeof(BlockQ5_K) == 176 && sizeof(BlockQ6_K) == 210);
 static_assert(sizeof(BlockQ8_K) == 292);

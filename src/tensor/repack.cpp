@@ -66,6 +66,25 @@ void pack_q4_k(const BlockQ4_K* rows, int64_t nb, BlockQ4_KR16* out) {
     }
 }
 
+void pack_q6_k(const BlockQ6_K* rows, int64_t nb, BlockQ6_KR16* out) {
+    for (int64_t b = 0; b < nb; ++b) {
+        std::memset(&out[b], 0, sizeof(BlockQ6_KR16));
+        for (int i = 0; i < kR16Rows; ++i) {
+            const BlockQ6_K& src = rows[i * nb + b];
+            out[b].d[i] = src.d;
+            for (int P = 0; P < 8; ++P) {
+                out[b].p[P].sc[2 * i] = src.scales[2 * P];
+                out[b].p[P].sc[2 * i + 1] = src.scales[2 * P + 1];
+                for (int idx = 0; idx < 32; ++idx) {
+                    const int level = q6k_level(src, 32 * P + idx), k = idx / 4, c = idx % 4;
+                    out[b].p[P].nib[64 * (k % 4) + 4 * i + c] |= uint8_t(k < 4 ? (level & 0xf) : ((level & 0xf) << 4));
+                    out[b].p[P].hi[k / 4][4 * i + c] |= uint8_t((level >> 4) << (2 * (k % 4)));
+                }
+            }
+        }
+    }
+}
+
 }  // namespace
 
 std::optional<DType> repack_target(DType t, int64_t rows, int64_t cols) {
@@ -77,7 +96,10 @@ std::optional<DType> repack_target(DType t, int64_t rows, int64_t cols) {
 }
 
 int interleaved_rows(DType t) {
-    return t == DType::Q8_0_R16 || t == DType::Q4_0_R16 || t == DType::Q5_0_R16 || t == DType::Q4_K_R16 ? kR16Rows : 1;
+    return t == DType::Q8_0_R16 || t == DType::Q4_0_R16 || t == DType::Q5_0_R16 || t == DType::Q4_K_R16 ||
+                   t == DType::Q6_K_R16
+               ? kR16Rows
+               : 1;
 }
 
 void repack_rows(DType from, DType to, void* data, int64_t rows, int64_t cols) {
@@ -85,8 +107,9 @@ void repack_rows(DType from, DType to, void* data, int64_t rows, int64_t cols) {
     const bool q4 = from == DType::Q4_0 && to == DType::Q4_0_R16;
     const bool q5 = from == DType::Q5_0 && to == DType::Q5_0_R16;
     const bool q4k = from == DType::Q4_K && to == DType::Q4_K_R16;
-    if (!q8 && !q4 && !q5 && !q4k) fail("repack: no layout ", dtype_name(to), " for ", dtype_name(from));
-    const int64_t block = q4k ? QK_K : QK;
+    const bool q6k = from == DType::Q6_K && to == DType::Q6_K_R16;
+    if (!q8 && !q4 && !q5 && !q4k && !q6k) fail("repack: no layout ", dtype_name(to), " for ", dtype_name(from));
+    const int64_t block = q4k || q6k ? QK_K : QK;
     if (rows % kR16Rows != 0 || cols % block != 0)
         fail("repack: ", dtype_name(from), " [", rows, ", ", cols, "]: rows must be a multiple of ", kR16Rows, ", cols of ", block);
     const int64_t nb = cols / block;
@@ -99,6 +122,7 @@ void repack_rows(DType from, DType to, void* data, int64_t rows, int64_t cols) {
         if (q8) pack_q8_0(reinterpret_cast<const BlockQ8_0*>(tmp.data()), nb, reinterpret_cast<BlockQ8_0R16*>(p));
         else if (q4) pack_q4_0(reinterpret_cast<const BlockQ4_0*>(tmp.data()), nb, reinterpret_cast<BlockQ4_0R16*>(p));
         else if (q4k) pack_q4_k(reinterpret_cast<const BlockQ4_K*>(tmp.data()), nb, reinterpret_cast<BlockQ4_KR16*>(p));
+        else if (q6k) pack_q6_k(reinterpret_cast<const BlockQ6_K*>(tmp.data()), nb, reinterpret_cast<BlockQ6_KR16*>(p));
         else pack_q5_0(reinterpret_cast<const BlockQ5_0*>(tmp.data()), nb, reinterpret_cast<BlockQ5_0R16*>(p));
     }
 }
@@ -116,6 +140,14 @@ void dequantize_matrix_row(DType t, const void* data, int64_t row, int64_t cols,
         for (int64_t b = 0; b < cols / QK_K; ++b) {
             const BlockQ4_K r = q4kr16_row(blk[b], i);
             dequantize_row_ref(DType::Q4_K, &r, out + b * QK_K, QK_K);
+        }
+        return;
+    }
+    if (t == DType::Q6_K_R16) {
+        const auto* blk = reinterpret_cast<const BlockQ6_KR16*>(group);
+        for (int64_t b = 0; b < cols / QK_K; ++b) {
+            const BlockQ6_K r = q6kr16_row(blk[b], i);
+            dequantize_row_ref(DType::Q6_K, &r, out + b * QK_K, QK_K);
         }
         return;
     }

@@ -21,8 +21,8 @@ namespace flint {
 // file's (no faster kernel for t on this CPU, or rows not a multiple of 16).
 std::optional<DType> repack_target(DType t, int64_t rows, int64_t cols);
 
-// Rewrites `rows` rows of type `from` (Q8_0, Q4_0, Q5_0 or Q4_K, rows a multiple of 16) in place as `to`
-// (Q8_0_R16 / Q4_0_R16 / Q5_0_R16 / Q4_K_R16); the bytes used stay the same.
+// Rewrites `rows` rows of type `from` (Q8_0, Q4_0, Q5_0, Q4_K or Q6_K, rows a multiple of 16) in place as
+// `to` (the matching _R16 layout); the bytes used stay the same.
 void repack_rows(DType from, DType to, void* data, int64_t rows, int64_t cols);
 
 // Rows the layout t interleaves (kR16Rows for the _R16 layouts, else 1): a matrix's row count is a multiple

@@ -117,37 +117,40 @@ TEST(QuantizedGreedy, RepackedWeightsGiveTheFileLayoutsLogits) {
 }
 
 // K-quant blocks are 256 wide, wider than stories260K's rows, so a random model of a small qwen2 shape with
-// 256-wide rows: on huge pages its Q4_K matrices are repacked (tensor/repack.h), mapped they keep the file's
-// layout; logits over a prompt agree within the two kernels' f32 rounding, and the greedy ids are the same.
-TEST(QuantizedGreedy, RepackedQ4KModelGivesTheFileLayoutsLogits) {
+// 256-wide rows: on huge pages its Q4_K / Q6_K matrices are repacked (tensor/repack.h), mapped they keep the
+// file's layout; logits over a prompt agree within the two kernels' f32 rounding, and the greedy ids are the
+// same.
+TEST(QuantizedGreedy, RepackedKQuantModelsGiveTheFileLayoutsLogits) {
     FLINT_REQUIRE_SHARED("tokenizers/qwen2/vocab.json");
     ModelShape shape = *find_model_shape("tiny");
     shape.n_embd = 256;
     shape.n_ff = 512;
     shape.n_heads = 4;
     shape.n_kv_heads = 2;
-    const std::string out = ::testing::TempDir() + "/q4k-256.gguf";
-    write_random_model({.shape = shape, .type = DType::Q4_K, .seed = 3, .threads = 2}, out);
-    auto mapped = Model::load(out, Residency::Map);
-    auto packed = Model::load(out, Residency::HugePages);
-    EXPECT_EQ(0, mapped->repacked);
-    EXPECT_EQ(mapped->weights.layers[0].w_up.type, DType::Q4_K);
-    if (active_isa() == Isa::AVX512) {
-        EXPECT_GT(packed->repacked, 0);
-        EXPECT_EQ(packed->weights.layers[0].w_up.type, DType::Q4_K_R16);
+    for (auto [type, packed_type] : {std::pair{DType::Q4_K, DType::Q4_K_R16}, std::pair{DType::Q6_K, DType::Q6_K_R16}}) {
+        const std::string out = ::testing::TempDir() + "/kquant-256-" + std::string(dtype_name(type)) + ".gguf";
+        write_random_model({.shape = shape, .type = type, .seed = 3, .threads = 2}, out);
+        auto mapped = Model::load(out, Residency::Map);
+        auto packed = Model::load(out, Residency::HugePages);
+        EXPECT_EQ(0, mapped->repacked);
+        EXPECT_EQ(mapped->weights.layers[0].w_up.type, type);
+        if (active_isa() == Isa::AVX512) {
+            EXPECT_GT(packed->repacked, 0);
+            EXPECT_EQ(packed->weights.layers[0].w_up.type, packed_type);
+        }
+        const std::vector<int32_t> p = {9707, 11, 1879, 374, 264, 1273, 315, 279, 1614, 13};
+        Runner a(mapped, 64), b(packed, 64);
+        auto la = a.run(p, 0, Logits::All), lb = b.run(p, 0, Logits::All);
+        ASSERT_EQ(la.size(), lb.size());
+        float worst = 0, mag = 0;
+        for (size_t i = 0; i < la.size(); ++i) {
+            worst = std::max(worst, std::fabs(la[i] - lb[i]));
+            mag = std::max(mag, std::fabs(la[i]));
+        }
+        std::printf("random 256-wide qwen2 %s: repacked vs file layout, max |logit difference| %.2e (max |logit| %.2f)\n",
+                    std::string(dtype_name(type)).c_str(), worst, mag);
+        EXPECT_LT(worst, 1e-4f * (mag + 1)) << dtype_name(type);
+        EXPECT_EQ(greedy(mapped, p, 20), greedy(packed, p, 20)) << dtype_name(type);
+        std::filesystem::remove(out);
     }
-    const std::vector<int32_t> p = {9707, 11, 1879, 374, 264, 1273, 315, 279, 1614, 13};
-    Runner a(mapped, 64), b(packed, 64);
-    auto la = a.run(p, 0, Logits::All), lb = b.run(p, 0, Logits::All);
-    ASSERT_EQ(la.size(), lb.size());
-    float worst = 0, mag = 0;
-    for (size_t i = 0; i < la.size(); ++i) {
-        worst = std::max(worst, std::fabs(la[i] - lb[i]));
-        mag = std::max(mag, std::fabs(la[i]));
-    }
-    std::printf("random 256-wide qwen2 Q4_K: repacked vs file layout, max |logit difference| %.2e (max |logit| %.2f)\n",
-                worst, mag);
-    EXPECT_LT(worst, 1e-4f * (mag + 1));
-    EXPECT_EQ(greedy(mapped, p, 20), greedy(packed, p, 20));
-    std::filesystem::remove(out);
 }

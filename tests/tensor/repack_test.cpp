@@ -23,7 +23,8 @@ struct Pair { DType file, packed; };
 const Pair kPairs[] = {{DType::Q8_0, DType::Q8_0_R16},
                        {DType::Q4_0, DType::Q4_0_R16},
                        {DType::Q5_0, DType::Q5_0_R16},
-                       {DType::Q4_K, DType::Q4_K_R16}};
+                       {DType::Q4_K, DType::Q4_K_R16},
+                       {DType::Q6_K, DType::Q6_K_R16}};
 
 // A width the file type can hold: cols rounded up to its block (256 for Q4_K).
 int64_t fit(Pair p, int64_t cols) {
@@ -142,7 +143,7 @@ TEST(Repack, TargetOnlyWhereTheKernelsHaveAFasterLayout) {
         EXPECT_EQ(std::optional(DType::Q5_0_R16), repack_target(DType::Q5_0, 64, 64));
         EXPECT_EQ(std::optional(DType::Q4_K_R16), repack_target(DType::Q4_K, 64, 256));
         EXPECT_FALSE(repack_target(DType::Q8_0, 62, 64));  // not whole groups of sixteen rows
-        EXPECT_FALSE(repack_target(DType::Q6_K, 64, 256));
+        EXPECT_EQ(std::optional(DType::Q6_K_R16), repack_target(DType::Q6_K, 64, 256));
         EXPECT_FALSE(repack_target(DType::F16, 64, 64));
     }
 }

@@ -60,12 +60,7 @@ inline BlockQ4_K q4kr16_row(const BlockQ4_KR16& b, int i) {
         }
     return r;
 }
-// Q6_K's level (0..63, standing for level - 32) of element e (0..255), read and written in the file's layout.
-inline int q6k_level(const BlockQ6_K& b, int e) {
-    const int h = e / 128, k = (e % 128) / 32, l = e % 32;
-    const uint8_t lo = b.ql[64 * h + l + ((k & 1) ? 32 : 0)];
-    return ((k < 2) ? (lo & 0xf) : (lo >> 4)) | (((b.qh[32 * h + l] >> (2 * k)) & 3) << 4);
-}
+// Writes Q6_K's level (0..63, standing for level - 32) of element e (0..255) in the file's layout.
 inline void q6k_set_level(BlockQ6_K& b, int e, int level) {  // the block's bits for e start cleared
     const int h = e / 128, k = (e % 128) / 32, l = e % 32;
     b.ql[64 * h + l + ((k & 1) ? 32 : 0)] |= uint8_t((k < 2) ? (level & 0xf) : ((level & 0xf) << 4));

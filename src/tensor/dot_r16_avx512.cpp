@@ -230,30 +230,6 @@ void group_q4k(int64_t nb, const BlockQ4_KR16* wb, const uint8_t* a, size_t as, 
     for (int t = 0; t < T; ++t) _mm512_storeu_ps(y + t * ldy, acc[t]);
 }
 
-template <int T>
-void groups_q4k(int64_t nb, const uint8_t* w, size_t gs, int ng, const uint8_t* a, size_t as, float* y, int64_t ldy) {
-    for (int g = 0; g < ng; ++g)
-        group_q4k<T>(nb, reinterpret_cast<const BlockQ4_KR16*>(w + size_t(g) * gs), a, as, y + 16 * g, ldy);
-}
-
-template <int... Ts>
-void dispatch_q4k(int n, int64_t nb, const uint8_t* w, size_t gs, int ng, const uint8_t* a, size_t as, float* y,
-                  int64_t ldy, std::integer_sequence<int, Ts...>) {
-    ((n == Ts + 1 ? groups_q4k<Ts + 1>(nb, w, gs, ng, a, as, y, ldy) : void()), ...);
-}
-
-void tile_q4k_r16(int64_t cols, const void* w, size_t ws, int nr, const void* a, size_t as, int nt, float* y, int64_t ldy) {
-    const int64_t nb = cols / QK_K;
-    const auto* ab = static_cast<const uint8_t*>(a);
-    const int passes = (nt + kMaxTokensK - 1) / kMaxTokensK;
-    for (int t = 0, i = 0; t < nt; ++i) {
-        const int n = nt / passes + (i < nt % passes);
-        dispatch_q4k(n, nb, static_cast<const uint8_t*>(w), 16 * ws, nr / 16, ab + size_t(t) * as, as, y + t * ldy, ldy,
-                     std::make_integer_sequence<int, kMaxTokensK>{});
-        t += n;
-    }
-}
-
 // ---- Q6_K, sixteen rows ----------------------------------------------------------------------------
 // Per pair of 16-element sub-blocks: the levels (0..63) rebuilt from Q4_0_R16-style nibbles and a register of
 // top bits per four quads (one shift, one VPTERNLOGD each); four VPDPBUSD per sub-block give the rows' dots,
@@ -308,29 +284,39 @@ void group_q6k(int64_t nb, const BlockQ6_KR16* wb, const uint8_t* a, size_t as, 
     for (int t = 0; t < T; ++t) _mm512_storeu_ps(y + t * ldy, acc[t]);
 }
 
-template <int T>
-void groups_q6k(int64_t nb, const uint8_t* w, size_t gs, int ng, const uint8_t* a, size_t as, float* y, int64_t ldy) {
-    for (int g = 0; g < ng; ++g)
-        group_q6k<T>(nb, reinterpret_cast<const BlockQ6_KR16*>(w + size_t(g) * gs), a, as, y + 16 * g, ldy);
+// Sixteen-row groups of a K-quant layout, tokens in balanced passes of at most kMaxTokensK.
+template <typename B, void (*Group)(int64_t, const B*, const uint8_t*, size_t, float*, int64_t)>
+void groups_k(int64_t nb, const uint8_t* w, size_t gs, int ng, const uint8_t* a, size_t as, float* y, int64_t ldy) {
+    for (int g = 0; g < ng; ++g) Group(nb, reinterpret_cast<const B*>(w + size_t(g) * gs), a, as, y + 16 * g, ldy);
 }
 
-template <int... Ts>
-void dispatch_q6k(int n, int64_t nb, const uint8_t* w, size_t gs, int ng, const uint8_t* a, size_t as, float* y,
-                  int64_t ldy, std::integer_sequence<int, Ts...>) {
-    ((n == Ts + 1 ? groups_q6k<Ts + 1>(nb, w, gs, ng, a, as, y, ldy) : void()), ...);
+template <typename B, template <int> class K, int... Ts>
+void dispatch_k(int n, int64_t nb, const uint8_t* w, size_t gs, int ng, const uint8_t* a, size_t as, float* y,
+                int64_t ldy, std::integer_sequence<int, Ts...>) {
+    ((n == Ts + 1 ? groups_k<B, K<Ts + 1>::run>(nb, w, gs, ng, a, as, y, ldy) : void()), ...);
 }
 
-void tile_q6k_r16(int64_t cols, const void* w, size_t ws, int nr, const void* a, size_t as, int nt, float* y, int64_t ldy) {
+template <typename B, template <int> class K>
+void tile_k_r16(int64_t cols, const void* w, size_t ws, int nr, const void* a, size_t as, int nt, float* y, int64_t ldy) {
     const int64_t nb = cols / QK_K;
     const auto* ab = static_cast<const uint8_t*>(a);
     const int passes = (nt + kMaxTokensK - 1) / kMaxTokensK;
     for (int t = 0, i = 0; t < nt; ++i) {
         const int n = nt / passes + (i < nt % passes);
-        dispatch_q6k(n, nb, static_cast<const uint8_t*>(w), 16 * ws, nr / 16, ab + size_t(t) * as, as, y + t * ldy, ldy,
-                     std::make_integer_sequence<int, kMaxTokensK>{});
+        dispatch_k<B, K>(n, nb, static_cast<const uint8_t*>(w), 16 * ws, nr / 16, ab + size_t(t) * as, as, y + t * ldy,
+                         ldy, std::make_integer_sequence<int, kMaxTokensK>{});
         t += n;
     }
 }
+
+template <int T>
+struct Q4K {
+    static constexpr auto run = group_q4k<T>;
+};
+template <int T>
+struct Q6K {
+    static constexpr auto run = group_q6k<T>;
+};
 
 constexpr int id(DType t) { return static_cast<int>(t); }
 
@@ -340,8 +326,8 @@ void fill_avx512_r16(KernelSet& k) {
     k.tile[id(DType::Q8_0_R16)] = tile_r16<Q8R16>;
     k.tile[id(DType::Q4_0_R16)] = tile_r16<Q4R16>;
     k.tile[id(DType::Q5_0_R16)] = tile_r16<Q5R16>;
-    k.tile[id(DType::Q4_K_R16)] = tile_q4k_r16;
-    k.tile[id(DType::Q6_K_R16)] = tile_q6k_r16;
+    k.tile[id(DType::Q4_K_R16)] = tile_k_r16<BlockQ4_KR16, Q4K>;
+    k.tile[id(DType::Q6_K_R16)] = tile_k_r16<BlockQ6_KR16, Q6K>;
     for (DType t : {DType::Q8_0_R16, DType::Q4_0_R16, DType::Q5_0_R16, DType::Q4_K_R16, DType::Q6_K_R16})
         k.stream_tokens[id(t)] = 255;  // every token count: tiles of one group (kDecodeRows = 16 rows)
     k.repack[id(DType::Q8_0)] = DType::Q8_0_R16;

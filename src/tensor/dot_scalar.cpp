@@ -160,21 +160,13 @@ float dot_q5_0r16(int64_t cols, const BlockQ5_0R16* w, int i, const BlockQ8_0S* 
     return sum;
 }
 
-// Row i of repacked Q4_K blocks: unpacked to the file's layout block by block, then the file's arithmetic.
-float dot_q4_kr16(int64_t cols, const BlockQ4_KR16* w, int i, const BlockQ8_K* a) {
+// Row i of repacked K-quant blocks: each block unpacked to the file's layout, then the file's arithmetic.
+template <typename P, typename F, F (*Row)(const P&, int), float (*Dot)(int64_t, const F*, const BlockQ8_K*)>
+float dot_kr16(int64_t cols, const P* w, int i, const BlockQ8_K* a) {
     float sum = 0;
     for (int64_t b = 0; b < cols / QK_K; ++b) {
-        const BlockQ4_K r = q4kr16_row(w[b], i);
-        sum += dot_q4_k(QK_K, &r, a + b);
-    }
-    return sum;
-}
-
-float dot_q6_kr16(int64_t cols, const BlockQ6_KR16* w, int i, const BlockQ8_K* a) {
-    float sum = 0;
-    for (int64_t b = 0; b < cols / QK_K; ++b) {
-        const BlockQ6_K r = q6kr16_row(w[b], i);
-        sum += dot_q6_k(QK_K, &r, a + b);
+        const F r = Row(w[b], i);
+        sum += Dot(QK_K, &r, a + b);
     }
     return sum;
 }
@@ -215,8 +207,8 @@ void fill_scalar(KernelSet& k) {
     k.tile[id(DType::Q8_0_R16)] = tile_scalar_r16<BlockQ8_0R16, BlockQ8_0S, dot_q8_0r16>;
     k.tile[id(DType::Q4_0_R16)] = tile_scalar_r16<BlockQ4_0R16, BlockQ8_0S, dot_q4_0r16>;
     k.tile[id(DType::Q5_0_R16)] = tile_scalar_r16<BlockQ5_0R16, BlockQ8_0S, dot_q5_0r16>;
-    k.tile[id(DType::Q4_K_R16)] = tile_scalar_r16<BlockQ4_KR16, BlockQ8_K, dot_q4_kr16>;
-    k.tile[id(DType::Q6_K_R16)] = tile_scalar_r16<BlockQ6_KR16, BlockQ8_K, dot_q6_kr16>;
+    k.tile[id(DType::Q4_K_R16)] = tile_scalar_r16<BlockQ4_KR16, BlockQ8_K, dot_kr16<BlockQ4_KR16, BlockQ4_K, q4kr16_row, dot_q4_k>>;
+    k.tile[id(DType::Q6_K_R16)] = tile_scalar_r16<BlockQ6_KR16, BlockQ8_K, dot_kr16<BlockQ6_KR16, BlockQ6_K, q6kr16_row, dot_q6_k>>;
     k.quantize_q8_0 = quantize_q8_0;
     k.quantize_q8_k = quantize_q8_k;
     k.dot_f32 = dot_f32_scalar;

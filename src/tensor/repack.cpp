@@ -96,6 +96,16 @@ void pack_q6_k(const BlockQ6_K* rows, int64_t nb, BlockQ6_KR16* out) {
     }
 }
 
+// Row i of a group of repacked K-quant blocks: each block unpacked to the file's layout, then dequantized.
+template <typename P, auto Row>
+void dequantize_k_row(DType file, const uint8_t* group, int i, int64_t cols, float* out) {
+    const auto* blk = reinterpret_cast<const P*>(group);
+    for (int64_t b = 0; b < cols / QK_K; ++b) {
+        const auto r = Row(blk[b], i);
+        dequantize_row_ref(file, &r, out + b * QK_K, QK_K);
+    }
+}
+
 }  // namespace
 
 std::optional<DType> repack_target(DType t, int64_t rows, int64_t cols) {
@@ -162,22 +172,8 @@ void dequantize_matrix_row(DType t, const void* data, int64_t row, int64_t cols,
     }
     const int i = int(row % kR16Rows);
     const uint8_t* group = base + size_t(row / kR16Rows) * kR16Rows * row_bytes(t, size_t(cols));
-    if (t == DType::Q4_K_R16) {
-        const auto* blk = reinterpret_cast<const BlockQ4_KR16*>(group);
-        for (int64_t b = 0; b < cols / QK_K; ++b) {
-            const BlockQ4_K r = q4kr16_row(blk[b], i);
-            dequantize_row_ref(DType::Q4_K, &r, out + b * QK_K, QK_K);
-        }
-        return;
-    }
-    if (t == DType::Q6_K_R16) {
-        const auto* blk = reinterpret_cast<const BlockQ6_KR16*>(group);
-        for (int64_t b = 0; b < cols / QK_K; ++b) {
-            const BlockQ6_K r = q6kr16_row(blk[b], i);
-            dequantize_row_ref(DType::Q6_K, &r, out + b * QK_K, QK_K);
-        }
-        return;
-    }
+    if (t == DType::Q4_K_R16) return dequantize_k_row<BlockQ4_KR16, q4kr16_row>(DType::Q4_K, group, i, cols, out);
+    if (t == DType::Q6_K_R16) return dequantize_k_row<BlockQ6_KR16, q6kr16_row>(DType::Q6_K, group, i, cols, out);
     const int64_t nb = cols / QK;
     for (int64_t b = 0; b < nb; ++b) {
         float* y = out + b * QK;

@@ -133,32 +133,6 @@ void group_rt(int64_t nb, const typename W::Block* wb, const uint8_t* a, size_t 
 // model's token (17) is one pass over the weights: whole 0.5B Q8_0 step 41.8 -> 31.5 ms against 16 at most.
 constexpr int kMaxTokens = 20;
 
-template <typename W, int T>
-void groups_t(int64_t nb, const uint8_t* w, size_t gs, int ng, const uint8_t* a, size_t as, float* y, int64_t ldy) {
-    for (int g = 0; g < ng; ++g)
-        group_rt<W, T>(nb, reinterpret_cast<const typename W::Block*>(w + size_t(g) * gs), a, as, y + 16 * g, ldy);
-}
-
-template <typename W, int... Ts>
-void dispatch(int n, int64_t nb, const uint8_t* w, size_t gs, int ng, const uint8_t* a, size_t as, float* y,
-              int64_t ldy, std::integer_sequence<int, Ts...>) {
-    ((n == Ts + 1 ? groups_t<W, Ts + 1>(nb, w, gs, ng, a, as, y, ldy) : void()), ...);
-}
-
-// Tokens in balanced passes of at most kMaxTokens (24 tokens: 12 + 12).
-template <typename W>
-void tile_r16(int64_t cols, const void* w, size_t ws, int nr, const void* a, size_t as, int nt, float* y, int64_t ldy) {
-    const int64_t nb = cols / QK;
-    const auto* ab = static_cast<const uint8_t*>(a);
-    const int passes = (nt + kMaxTokens - 1) / kMaxTokens;
-    for (int t = 0, i = 0; t < nt; ++i) {
-        const int n = nt / passes + (i < nt % passes);
-        dispatch<W>(n, nb, static_cast<const uint8_t*>(w), 16 * ws, nr / 16, ab + size_t(t) * as, as, y + t * ldy, ldy,
-                    std::make_integer_sequence<int, kMaxTokens>{});
-        t += n;
-    }
-}
-
 // ---- Q4_K, sixteen rows ----------------------------------------------------------------------------
 // Per 32-element sub-block j: Q4_0_R16's eight VPDPBUSD give the sixteen rows' integer dots (levels 0..15,
 // no offset), VPMULLD applies the rows' 6-bit scales (picked out of the packed scale words with one
@@ -284,30 +258,43 @@ void group_q6k(int64_t nb, const BlockQ6_KR16* wb, const uint8_t* a, size_t as, 
     for (int t = 0; t < T; ++t) _mm512_storeu_ps(y + t * ldy, acc[t]);
 }
 
-// Sixteen-row groups of a K-quant layout, tokens in balanced passes of at most kMaxTokensK.
+// Sixteen-row groups of one layout: a group kernel K<T>::run(nb, blocks, a, as, y, ldy) for every group of
+// the tile, with T tokens.
 template <typename B, void (*Group)(int64_t, const B*, const uint8_t*, size_t, float*, int64_t)>
-void groups_k(int64_t nb, const uint8_t* w, size_t gs, int ng, const uint8_t* a, size_t as, float* y, int64_t ldy) {
+void groups(int64_t nb, const uint8_t* w, size_t gs, int ng, const uint8_t* a, size_t as, float* y, int64_t ldy) {
     for (int g = 0; g < ng; ++g) Group(nb, reinterpret_cast<const B*>(w + size_t(g) * gs), a, as, y + 16 * g, ldy);
 }
 
 template <typename B, template <int> class K, int... Ts>
-void dispatch_k(int n, int64_t nb, const uint8_t* w, size_t gs, int ng, const uint8_t* a, size_t as, float* y,
-                int64_t ldy, std::integer_sequence<int, Ts...>) {
-    ((n == Ts + 1 ? groups_k<B, K<Ts + 1>::run>(nb, w, gs, ng, a, as, y, ldy) : void()), ...);
+void dispatch(int n, int64_t nb, const uint8_t* w, size_t gs, int ng, const uint8_t* a, size_t as, float* y,
+              int64_t ldy, std::integer_sequence<int, Ts...>) {
+    ((n == Ts + 1 ? groups<B, K<Ts + 1>::run>(nb, w, gs, ng, a, as, y, ldy) : void()), ...);
 }
 
-template <typename B, template <int> class K>
-void tile_k_r16(int64_t cols, const void* w, size_t ws, int nr, const void* a, size_t as, int nt, float* y, int64_t ldy) {
-    const int64_t nb = cols / QK_K;
+// A tile of a sixteen-row layout with blocks of kElems elements: tokens in balanced passes of at most kMax
+// (24 tokens with kMax 20: 12 + 12).
+template <typename B, template <int> class K, int kMax, int kElems>
+void tile_groups(int64_t cols, const void* w, size_t ws, int nr, const void* a, size_t as, int nt, float* y,
+                 int64_t ldy) {
+    const int64_t nb = cols / kElems;
     const auto* ab = static_cast<const uint8_t*>(a);
-    const int passes = (nt + kMaxTokensK - 1) / kMaxTokensK;
+    const int passes = (nt + kMax - 1) / kMax;
     for (int t = 0, i = 0; t < nt; ++i) {
         const int n = nt / passes + (i < nt % passes);
-        dispatch_k<B, K>(n, nb, static_cast<const uint8_t*>(w), 16 * ws, nr / 16, ab + size_t(t) * as, as, y + t * ldy,
-                         ldy, std::make_integer_sequence<int, kMaxTokensK>{});
+        dispatch<B, K>(n, nb, static_cast<const uint8_t*>(w), 16 * ws, nr / 16, ab + size_t(t) * as, as, y + t * ldy,
+                       ldy, std::make_integer_sequence<int, kMax>{});
         t += n;
     }
 }
+
+// The 32-element layouts' group kernel, and the K-quants', as tile_groups wants them.
+template <typename W>
+struct R16 {
+    template <int T>
+    struct K {
+        static constexpr auto run = group_rt<W, T>;
+    };
+};
 
 template <int T>
 struct Q4K {
@@ -323,11 +310,11 @@ constexpr int id(DType t) { return static_cast<int>(t); }
 }  // namespace
 
 void fill_avx512_r16(KernelSet& k) {
-    k.tile[id(DType::Q8_0_R16)] = tile_r16<Q8R16>;
-    k.tile[id(DType::Q4_0_R16)] = tile_r16<Q4R16>;
-    k.tile[id(DType::Q5_0_R16)] = tile_r16<Q5R16>;
-    k.tile[id(DType::Q4_K_R16)] = tile_k_r16<BlockQ4_KR16, Q4K>;
-    k.tile[id(DType::Q6_K_R16)] = tile_k_r16<BlockQ6_KR16, Q6K>;
+    k.tile[id(DType::Q8_0_R16)] = tile_groups<BlockQ8_0R16, R16<Q8R16>::K, kMaxTokens, QK>;
+    k.tile[id(DType::Q4_0_R16)] = tile_groups<BlockQ4_0R16, R16<Q4R16>::K, kMaxTokens, QK>;
+    k.tile[id(DType::Q5_0_R16)] = tile_groups<BlockQ5_0R16, R16<Q5R16>::K, kMaxTokens, QK>;
+    k.tile[id(DType::Q4_K_R16)] = tile_groups<BlockQ4_KR16, Q4K, kMaxTokensK, QK_K>;
+    k.tile[id(DType::Q6_K_R16)] = tile_groups<BlockQ6_KR16, Q6K, kMaxTokensK, QK_K>;
     for (DType t : {DType::Q8_0_R16, DType::Q4_0_R16, DType::Q5_0_R16, DType::Q4_K_R16, DType::Q6_K_R16})
         k.stream_tokens[id(t)] = 255;  // every token count: tiles of one group (kDecodeRows = 16 rows)
     k.repack[id(DType::Q8_0)] = DType::Q8_0_R16;

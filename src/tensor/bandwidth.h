@@ -20,7 +20,6 @@ class ReadProbe {
 public:
     explicit ReadProbe(size_t bytes = size_t(1) << 30);  // allocates and touches the buffer
     double best_gbs(ThreadPool* pool, int passes) const;
-    size_t bytes() const { return buf_.size(); }
 
 private:
     HugeBuffer buf_;

@@ -33,7 +33,7 @@ enum class DType : uint32_t {
     // reader and writer refuse them, see is_file_type). Made at load time by tensor/repack.h.
     Q8_0_R16 = 100,  // Q8_0 rows repacked sixteen at a time (BlockQ8_0R16); the first internal id
     Q4_0_R16 = 101,  // Q4_0 rows repacked sixteen at a time (BlockQ4_0R16)
-    Q8_0_S = 102,   // activations for the _R16 kernels: Q8_0 with an f32 scale and the block's sum
+    Q8_0_S = 102,   // activations for the _R16 kernels: Q8_0 with an f32 scale and -128 * the levels' sum
     Q5_0_R16 = 103,  // Q5_0 rows repacked sixteen at a time (BlockQ5_0R16)
     Q4_K_R16 = 104,  // Q4_K rows repacked sixteen at a time (BlockQ4_KR16)
     Q6_K_R16 = 105,  // Q6_K rows repacked sixteen at a time (BlockQ6_KR16)

@@ -59,9 +59,9 @@ DType activation_type(DType w);
 void fill_scalar(KernelSet& k);
 void fill_avx2(KernelSet& k);      // dot_avx2.cpp (calls fill_vec_avx2)
 void fill_vec_avx2(KernelSet& k);  // vec_avx2.cpp
-void fill_avx512(KernelSet& k);     // defined in dot_avx512.cpp (calls fill_avx512_r16)
-void fill_avx512_r16(KernelSet& k);
-void fill_vec_avx512(KernelSet& k);  // vec_avx512.cpp  // dot_r16_avx512.cpp: the sixteen-row layouts and when to repack
+void fill_avx512(KernelSet& k);     // defined in dot_avx512.cpp (calls fill_avx512_r16, fill_vec_avx512)
+void fill_avx512_r16(KernelSet& k);  // dot_r16_avx512.cpp: the sixteen-row layouts and when to repack
+void fill_vec_avx512(KernelSet& k);  // vec_avx512.cpp
 
 // Scalar vector kernels (vec.cpp), also used by the SIMD files for tails.
 float dot_f32_scalar(const float* a, const float* b, int64_t n);

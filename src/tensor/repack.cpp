@@ -130,7 +130,7 @@ void repack_rows(DType from, DType to, void* data, int64_t rows, int64_t cols) {
     const bool q4k = from == DType::Q4_K && to == DType::Q4_K_R16;
     const bool q6k = from == DType::Q6_K && to == DType::Q6_K_R16;
     if (!q8 && !q4 && !q5 && !q4k && !q6k) fail("repack: no layout ", dtype_name(to), " for ", dtype_name(from));
-    const int64_t block = q4k || q6k ? QK_K : QK;
+    const int64_t block = traits(from).block_elems;
     if (rows % kR16Rows != 0 || cols % block != 0)
         fail("repack: ", dtype_name(from), " [", rows, ", ", cols, "]: rows must be a multiple of ", kR16Rows, ", cols of ", block);
     const int64_t nb = cols / block;

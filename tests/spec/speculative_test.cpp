@@ -1,9 +1,13 @@
 // Speculative decoding is lossless: the same greedy output with any prediction, and the same distribution
 // when sampling. Drafts that were rejected leave no trace in the KV.
+#include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <random>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -129,6 +133,89 @@ TEST(Speculative, FollowUpAfterRejectedDraftsMatchesColdRun) {
     EXPECT_GT(warm.usage.cached_tokens, 0);
     Runtime cold(l.model, l.tok, spec_config(false));
     EXPECT_EQ(warm.output, run_one(cold, greedy_request(p2, 20)).output);
+}
+
+TEST(Speculative, VerifiesDraftsInTheSameBatchAsPlainDecodes) {
+    // Continuous batching: a sequence verifying a block of drafts shares its steps with sequences that
+    // decode one token a step, and every output is still the one each gets alone.
+    FLINT_REQUIRE_SHARED("models/stories260K.gguf");
+    auto l = load_stories();
+    const std::vector<std::string> texts = {"The little dog ran to the park and", "Once upon a time",
+                                            "Lily wanted to play with her friend Tom. She said,", "One day"};
+    std::vector<std::vector<int32_t>> alone;
+    {
+        Runtime plain(l.model, l.tok, spec_config(false));
+        for (const auto& t : texts) alone.push_back(run_one(plain, greedy_request(l.tok->encode(t, true, false), 80)).output);
+    }
+    RuntimeConfig c = spec_config(true);
+    c.threads = 2;
+    Runtime rt(l.model, l.tok, c);
+    std::mutex mu;
+    std::vector<std::vector<uint64_t>> steps;
+    rt.on_step = [&](const std::vector<uint64_t>& ids) {
+        std::lock_guard lk(mu);
+        steps.push_back(ids);
+    };
+    std::vector<GenerationRequest> reqs;
+    for (const auto& t : texts) reqs.push_back(greedy_request(l.tok->encode(t, true, false), 80));
+    reqs[0].prompt_lookup = false;           // plain: one token a step, 80 steps, submitted first
+    reqs[1].prediction = alone[1];           // perfect prediction
+    reqs[2].prediction = mutate(alone[2], 7, 300);  // partly wrong
+    // reqs[3]: prompt lookup
+    std::vector<std::unique_ptr<Waiter>> ws;
+    std::vector<uint64_t> ids;
+    for (auto& r : reqs) {
+        ws.push_back(std::make_unique<Waiter>());
+        ids.push_back(rt.submit(r, ws.back()->callback()));
+    }
+    std::vector<Event> done;
+    for (size_t i = 0; i < reqs.size(); ++i) {
+        done.push_back(ws[i]->wait());
+        EXPECT_EQ(done[i].output, alone[i]) << texts[i];
+    }
+    EXPECT_GE(done[0].timings.steps, 80);
+    EXPECT_LT(done[1].timings.steps, 20) << "the predicted sequence verified blocks of drafts";
+    // Its prompt took one step and each later step of it verified drafts; at least one of those had the
+    // plain sequence decoding beside it.
+    int shared = 0;
+    for (const auto& s : steps)
+        shared += std::count(s.begin(), s.end(), ids[0]) && std::count(s.begin(), s.end(), ids[1]);
+    EXPECT_GE(shared, 2) << "the drafts were never verified alongside a plain decode";
+}
+
+TEST(Speculative, CancelDuringAVerifyStepKeepsOnlyTheAcceptedTokensKv) {
+    // A cancel that arrives while a block of drafts is being verified: the step's accepted tokens are still
+    // delivered, the rejected drafts' KV is not kept, and a follow-up continuing from the partial answer
+    // reuses exactly the accepted positions and gets the cold run's output.
+    FLINT_REQUIRE_SHARED("models/stories260K.gguf");
+    auto l = load_stories();
+    auto prompt = l.tok->encode("Once upon a time", true, false);
+    Runtime plain(l.model, l.tok, spec_config(false));
+    const std::vector<int32_t> out = run_one(plain, greedy_request(prompt, 60)).output;
+    Runtime rt(l.model, l.tok, spec_config(true));
+    GenerationRequest r = greedy_request(prompt, 60);
+    r.prediction = out;
+    r.prediction[10] = 300;  // the first verify step accepts out[1..9], writes KV for the drafts after it
+    Waiter w;
+    std::atomic<uint64_t> id{0};
+    int seen = 0;
+    id = rt.submit(r, w.callback([&](const Event&) {
+        if (++seen != 2) return;  // the first token of the first verify step
+        while (id.load() == 0) std::this_thread::yield();
+        rt.cancel(id);
+    }));
+    const Event done = w.wait();
+    EXPECT_EQ(done.finish, FinishReason::Cancelled);
+    ASSERT_EQ(done.output.size(), 11u) << "the verify step's tokens (9 accepted + the model's own) still arrive";
+    EXPECT_TRUE(std::equal(done.output.begin(), done.output.end(), out.begin()));
+    auto p2 = prompt;
+    p2.insert(p2.end(), done.output.begin(), done.output.end());
+    Event next = run_one(rt, greedy_request(p2, 10));
+    EXPECT_EQ(next.usage.cached_tokens, static_cast<int>(p2.size()) - 1)
+        << "the accepted positions are reused, nothing past them";
+    EXPECT_EQ(next.output, std::vector<int32_t>(out.begin() + 11, out.begin() + 21));
+    Runtime cold(l.model, l.tok, spec_config(false));
+    EXPECT_EQ(next.output, run_one(cold, greedy_request(p2, 10)).output);
 }
 
 TEST(Speculative, SamplingAcceptanceRuleKeepsTheDistribution) {

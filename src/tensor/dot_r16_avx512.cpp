@@ -63,13 +63,16 @@ struct Q5R16 {
     static constexpr int kPrefetchFrom = 4;
     // The lanes' start, -16 * sum(a) = (-128 * sum(a)) / 8, exactly.
     static __m512i init(const BlockQ8_0S& a) { return _mm512_set1_epi32(a.ofs >> 3); }
-    // Q4_0's nibbles, then 16 added to the bytes whose fifth bit is set (one mask per register).
     static void load(const Block& b, __m512i (&w)[8]) {
         Q4R16::load_nibbles(b.qs, w);
+        add_fifth_bits(b.qh, w);
+    }
+    // 16 added to the bytes whose fifth bit is set (one 64-bit mask per register).
+    static void add_fifth_bits(const uint8_t (&qh)[8][8], __m512i (&w)[8]) {
         const __m512i sixteen = _mm512_set1_epi8(0x10);
         for (int k = 0; k < 8; ++k) {
             uint64_t bits;
-            std::memcpy(&bits, b.qh[k], 8);
+            std::memcpy(&bits, qh[k], 8);
             w[k] = _mm512_mask_add_epi8(w[k], _cvtu64_mask64(bits), w[k], sixteen);
         }
     }
@@ -133,12 +136,26 @@ void group_rt(int64_t nb, const typename W::Block* wb, const uint8_t* a, size_t 
 // model's token (17) is one pass over the weights: whole 0.5B Q8_0 step 41.8 -> 31.5 ms against 16 at most.
 constexpr int kMaxTokens = 20;
 
-// ---- Q4_K, sixteen rows ----------------------------------------------------------------------------
+// ---- Q4_K and Q5_K, sixteen rows ---------------------------------------------------------------------
 // Per 32-element sub-block j: Q4_0_R16's eight VPDPBUSD give the sixteen rows' integer dots (levels 0..15,
-// no offset), VPMULLD applies the rows' 6-bit scales (picked out of the packed scale words with one
-// VPSHUFB), and the sub-blocks add up exactly in int32, as the file's scalar reference does; the mins meet
-// the activation's 32-element sums in four VPDPWSSD. One convert and two FMAs per token and super-block.
+// Q5_K's 0..31 with Q5_0_R16's fifth-bit masks, no offset), VPMULLD applies the rows' 6-bit scales (picked
+// out of the packed scale words with one VPSHUFB), and the sub-blocks add up exactly in int32, as the
+// file's scalar reference does; the mins meet the activation's 32-element sums in four VPDPWSSD. One
+// convert and two FMAs per token and super-block.
 constexpr int kMaxTokensK = 8;
+
+// Sub-block j's levels, one register per 4-element quad.
+struct Q4KR16 {
+    using Block = BlockQ4_KR16;
+    static void load(const Block& B, int j, __m512i (&w)[8]) { Q4R16::load_nibbles(B.qs[j], w); }
+};
+struct Q5KR16 {
+    using Block = BlockQ5_KR16;
+    static void load(const Block& B, int j, __m512i (&w)[8]) {
+        Q4R16::load_nibbles(B.s[j].nib, w);
+        Q5R16::add_fifth_bits(B.s[j].qh, w);
+    }
+};
 
 // VPSHUFB controls (indices count bytes within each 128-bit lane, so 32-bit lane d starts at byte 4 (d % 4)):
 // byte b of each 32-bit lane to its byte 0, zeros above (a scale as an int32) ...
@@ -152,15 +169,15 @@ inline __m512i pick_pair(int b) {
     return _mm512_add_epi32(base, _mm512_set4_epi32(0x000c000c, 0x00080008, 0x00040004, 0));
 }
 
-template <int T>
-void group_q4k(int64_t nb, const BlockQ4_KR16* wb, const uint8_t* a, size_t as, float* y, int64_t ldy) {
+template <typename L, int T>
+void group_q45k(int64_t nb, const typename L::Block* wb, const uint8_t* a, size_t as, float* y, int64_t ldy) {
     const BlockQ8_K* at[T];
     for (int t = 0; t < T; ++t) at[t] = reinterpret_cast<const BlockQ8_K*>(a + size_t(t) * as);
     __m512 acc[T];
     for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
     const __m512i lo6 = _mm512_set1_epi32(0x3f3f3f3f), lo4 = _mm512_set1_epi32(0x0f0f0f0f), lo2 = _mm512_set1_epi32(0x03030303);
     for (int64_t b = 0; b < nb; ++b) {
-        const BlockQ4_KR16& B = wb[b];
+        const typename L::Block& B = wb[b];
         // The eight scales and mins of every row (lane), four per 32-bit word, as k4_scales_mins unpacks them.
         const __m512i w0 = _mm512_loadu_si512(B.sc[0]), w1 = _mm512_loadu_si512(B.sc[1]), w2 = _mm512_loadu_si512(B.sc[2]);
         const __m512i s03 = _mm512_and_si512(w0, lo6), m03 = _mm512_and_si512(w1, lo6);
@@ -172,7 +189,7 @@ void group_q4k(int64_t nb, const BlockQ4_KR16* wb, const uint8_t* a, size_t as, 
         for (int t = 0; t < T; ++t) qsum[t] = _mm512_setzero_si512();
         for (int j = 0; j < 8; ++j) {
             __m512i w[8];
-            Q4R16::load_nibbles(B.qs[j], w);
+            L::load(B, j, w);
             const __m512i scj = _mm512_shuffle_epi8(j < 4 ? s03 : s47, pick_byte(j % 4));
 #pragma GCC unroll 8
             for (int t = 0; t < T; ++t) {
@@ -296,9 +313,12 @@ struct R16 {
     };
 };
 
-template <int T>
-struct Q4K {
-    static constexpr auto run = group_q4k<T>;
+template <typename L>
+struct Q45K {
+    template <int T>
+    struct K {
+        static constexpr auto run = group_q45k<L, T>;
+    };
 };
 template <int T>
 struct Q6K {
@@ -313,14 +333,16 @@ void fill_avx512_r16(KernelSet& k) {
     k.tile[id(DType::Q8_0_R16)] = tile_groups<BlockQ8_0R16, R16<Q8R16>::K, kMaxTokens, QK>;
     k.tile[id(DType::Q4_0_R16)] = tile_groups<BlockQ4_0R16, R16<Q4R16>::K, kMaxTokens, QK>;
     k.tile[id(DType::Q5_0_R16)] = tile_groups<BlockQ5_0R16, R16<Q5R16>::K, kMaxTokens, QK>;
-    k.tile[id(DType::Q4_K_R16)] = tile_groups<BlockQ4_KR16, Q4K, kMaxTokensK, QK_K>;
+    k.tile[id(DType::Q4_K_R16)] = tile_groups<BlockQ4_KR16, Q45K<Q4KR16>::K, kMaxTokensK, QK_K>;
+    k.tile[id(DType::Q5_K_R16)] = tile_groups<BlockQ5_KR16, Q45K<Q5KR16>::K, kMaxTokensK, QK_K>;
     k.tile[id(DType::Q6_K_R16)] = tile_groups<BlockQ6_KR16, Q6K, kMaxTokensK, QK_K>;
-    for (DType t : {DType::Q8_0_R16, DType::Q4_0_R16, DType::Q5_0_R16, DType::Q4_K_R16, DType::Q6_K_R16})
+    for (DType t : {DType::Q8_0_R16, DType::Q4_0_R16, DType::Q5_0_R16, DType::Q4_K_R16, DType::Q5_K_R16, DType::Q6_K_R16})
         k.stream_tokens[id(t)] = 255;  // every token count: tiles of one group (kDecodeRows = 16 rows)
     k.repack[id(DType::Q8_0)] = DType::Q8_0_R16;
     k.repack[id(DType::Q4_0)] = DType::Q4_0_R16;
     k.repack[id(DType::Q5_0)] = DType::Q5_0_R16;
     k.repack[id(DType::Q4_K)] = DType::Q4_K_R16;
+    k.repack[id(DType::Q5_K)] = DType::Q5_K_R16;
     k.repack[id(DType::Q6_K)] = DType::Q6_K_R16;
 }
 

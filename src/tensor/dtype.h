@@ -37,6 +37,7 @@ enum class DType : uint32_t {
     Q5_0_R16 = 103,  // Q5_0 rows repacked sixteen at a time (BlockQ5_0R16)
     Q4_K_R16 = 104,  // Q4_K rows repacked sixteen at a time (BlockQ4_KR16)
     Q6_K_R16 = 105,  // Q6_K rows repacked sixteen at a time (BlockQ6_KR16)
+    Q5_K_R16 = 106,  // Q5_K rows repacked sixteen at a time (BlockQ5_KR16)
 };
 // Every id is below this (the kernel tables are indexed by id up to it).
 constexpr uint32_t kMaxDTypeId = 128;

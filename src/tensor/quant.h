@@ -41,6 +41,11 @@ inline int q5r16_high_bit(const BlockQ5_0R16& b, int i, int e) {
     const int bit = 4 * i + e % 4;
     return (b.qh[e / 4][bit / 8] >> (bit % 8)) & 1;
 }
+// Row i's nibble of sub-block element e (0..31) in a Q4_K_R16 / Q5_K_R16 sub-block's 256 nibble bytes.
+inline uint8_t kr16_nibble(const uint8_t* nib, int i, int e) {
+    const uint8_t q = nib[64 * ((e % 16) / 4) + 4 * i + e % 4];
+    return e < 16 ? (q & 0xf) : (q >> 4);
+}
 // Q4_K: super-block b of sixteen rows. Sub-block j (32 elements) as Q4_0_R16's nibbles: qs[j][64 k + 4 i + c]
 // holds row i's element 4k + c (low nibble) and 16 + 4k + c (high nibble), k = 0..3; then the rows' 12
 // scale bytes as three 32-bit words, word w of row i at sc[w][i]; then the rows' d and dmin.
@@ -53,10 +58,30 @@ inline BlockQ4_K q4kr16_row(const BlockQ4_KR16& b, int i) {
     for (int w = 0; w < 3; ++w) __builtin_memcpy(r.scales + 4 * w, &b.sc[w][i], 4);
     for (int j = 0; j < 8; ++j)      // file: sub-block j is the low (j even) or high (j odd) nibbles of
         for (int e = 0; e < 32; ++e) {  // qs[32 (j / 2) + e]
-            const uint8_t q = b.qs[j][64 * ((e % 16) / 4) + 4 * i + e % 4];
-            const uint8_t v = e < 16 ? (q & 0xf) : (q >> 4);
+            const uint8_t v = kr16_nibble(b.qs[j], i, e);
             uint8_t& dst = r.qs[32 * (j / 2) + e];
             dst = j % 2 == 0 ? uint8_t((dst & 0xf0) | v) : uint8_t((dst & 0x0f) | (v << 4));
+        }
+    return r;
+}
+// Q5_K: Q4_K_R16's nibbles and scale words, each sub-block's fifth bits beside its nibbles as Q5_0_R16 has
+// them: s[j].qh[k] is a 64-bit mask whose bit 4 i + c is row i's fifth bit of sub-block element 4k + c
+// (the register k that load_nibbles makes from s[j].nib holds those elements).
+struct Q5KR16Sub { uint8_t nib[256]; uint8_t qh[8][8]; };
+struct BlockQ5_KR16 { Q5KR16Sub s[8]; uint32_t sc[3][kR16Rows]; uint16_t d[kR16Rows]; uint16_t dmin[kR16Rows]; };
+// Row i of a repacked Q5_K block, back in the file's layout.
+inline BlockQ5_K q5kr16_row(const BlockQ5_KR16& b, int i) {
+    BlockQ5_K r{};
+    r.d = b.d[i];
+    r.dmin = b.dmin[i];
+    for (int w = 0; w < 3; ++w) __builtin_memcpy(r.scales + 4 * w, &b.sc[w][i], 4);
+    for (int j = 0; j < 8; ++j)
+        for (int e = 0; e < 32; ++e) {  // file: as Q4_K, plus bit j of qh[e] for sub-block j's element e
+            const uint8_t v = kr16_nibble(b.s[j].nib, i, e);
+            uint8_t& dst = r.qs[32 * (j / 2) + e];
+            dst = j % 2 == 0 ? uint8_t((dst & 0xf0) | v) : uint8_t((dst & 0x0f) | (v << 4));
+            const int bit = 4 * i + e % 4;
+            r.qh[e] |= uint8_t(((b.s[j].qh[e / 4][bit / 8] >> (bit % 8)) & 1) << j);
         }
     return r;
 }
@@ -95,7 +120,8 @@ inline BlockQ6_K q6kr16_row(const BlockQ6_KR16& b, int i) {
 // ofs / 16), once per block instead of per row.
 struct BlockQ8_0S { int8_t qs[QK]; float d; int32_t ofs; };
 static_assert(sizeof(BlockQ8_0R16) == 16 * 34 && sizeof(BlockQ4_0R16) == 16 * 18 && sizeof(BlockQ5_0R16) == 16 * 22 &&
-              sizeof(BlockQ4_KR16) == 16 * 144 && sizeof(BlockQ6_KR16) == 16 * 210 && sizeof(BlockQ8_0S) == 40);
+              sizeof(BlockQ4_KR16) == 16 * 144 && sizeof(BlockQ6_KR16) == 16 * 210 &&
+              sizeof(BlockQ5_KR16) == 16 * 176 && sizeof(BlockQ8_0S) == 40);
 static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ5_0) == 22 && sizeof(BlockQ8_0) == 34);
 static_assert(sizeof(BlockQ4_K) == 144 && sizeof(BlockQ5_K) == 176 && sizeof(BlockQ6_K) == 210);
 static_assert(sizeof(BlockQ8_K) == 292);

@@ -68,6 +68,31 @@ void pack_q4_k(const BlockQ4_K* rows, int64_t nb, BlockQ4_KR16* out) {
     }
 }
 
+void pack_q5_k(const BlockQ5_K* rows, int64_t nb, BlockQ5_KR16* out) {
+    for (int64_t b = 0; b < nb; ++b) {
+        std::memset(&out[b], 0, sizeof(BlockQ5_KR16));
+        for (int i = 0; i < kR16Rows; ++i) {
+            const BlockQ5_K& src = rows[i * nb + b];
+            out[b].d[i] = src.d;
+            out[b].dmin[i] = src.dmin;
+            for (int w = 0; w < 3; ++w) std::memcpy(&out[b].sc[w][i], src.scales + 4 * w, 4);
+            for (int j = 0; j < 8; ++j) {
+                Q5KR16Sub& sub = out[b].s[j];
+                const uint8_t* q = src.qs + 32 * (j / 2);
+                const int shift = (j % 2) * 4;
+                for (int e = 0; e < 16; ++e) {  // elements e and 16 + e of sub-block j share a byte, as in Q4_K_R16
+                    const uint8_t lo = (q[e] >> shift) & 0xf, hi = (q[e + 16] >> shift) & 0xf;
+                    sub.nib[64 * (e / 4) + 4 * i + e % 4] = uint8_t(lo | (hi << 4));
+                }
+                for (int e = 0; e < 32; ++e) {  // element e's fifth bit (bit j of qh[e]): register e / 4, bit 4i + e % 4
+                    const int bit = 4 * i + e % 4;
+                    if ((src.qh[e] >> j) & 1) sub.qh[e / 4][bit / 8] |= uint8_t(1u << (bit % 8));
+                }
+            }
+        }
+    }
+}
+
 void pack_q6_k(const BlockQ6_K* rows, int64_t nb, BlockQ6_KR16* out) {
     for (int64_t b = 0; b < nb; ++b) {
         std::memset(&out[b], 0, sizeof(BlockQ6_KR16));
@@ -118,7 +143,7 @@ std::optional<DType> repack_target(DType t, int64_t rows, int64_t cols) {
 
 int interleaved_rows(DType t) {
     return t == DType::Q8_0_R16 || t == DType::Q4_0_R16 || t == DType::Q5_0_R16 || t == DType::Q4_K_R16 ||
-                   t == DType::Q6_K_R16
+                   t == DType::Q6_K_R16 || t == DType::Q5_K_R16
                ? kR16Rows
                : 1;
 }
@@ -129,7 +154,8 @@ void repack_rows(DType from, DType to, void* data, int64_t rows, int64_t cols) {
     const bool q5 = from == DType::Q5_0 && to == DType::Q5_0_R16;
     const bool q4k = from == DType::Q4_K && to == DType::Q4_K_R16;
     const bool q6k = from == DType::Q6_K && to == DType::Q6_K_R16;
-    if (!q8 && !q4 && !q5 && !q4k && !q6k) fail("repack: no layout ", dtype_name(to), " for ", dtype_name(from));
+    const bool q5k = from == DType::Q5_K && to == DType::Q5_K_R16;
+    if (!q8 && !q4 && !q5 && !q4k && !q6k && !q5k) fail("repack: no layout ", dtype_name(to), " for ", dtype_name(from));
     const int64_t block = traits(from).block_elems;
     if (rows % kR16Rows != 0 || cols % block != 0)
         fail("repack: ", dtype_name(from), " [", rows, ", ", cols, "]: rows must be a multiple of ", kR16Rows, ", cols of ", block);
@@ -145,6 +171,7 @@ void repack_rows(DType from, DType to, void* data, int64_t rows, int64_t cols) {
             else if (q4) pack_q4_0(reinterpret_cast<const BlockQ4_0*>(tmp.data()), nb, reinterpret_cast<BlockQ4_0R16*>(p));
             else if (q4k) pack_q4_k(reinterpret_cast<const BlockQ4_K*>(tmp.data()), nb, reinterpret_cast<BlockQ4_KR16*>(p));
             else if (q6k) pack_q6_k(reinterpret_cast<const BlockQ6_K*>(tmp.data()), nb, reinterpret_cast<BlockQ6_KR16*>(p));
+            else if (q5k) pack_q5_k(reinterpret_cast<const BlockQ5_K*>(tmp.data()), nb, reinterpret_cast<BlockQ5_KR16*>(p));
             else pack_q5_0(reinterpret_cast<const BlockQ5_0*>(tmp.data()), nb, reinterpret_cast<BlockQ5_0R16*>(p));
         }
     };
@@ -174,6 +201,7 @@ void dequantize_matrix_row(DType t, const void* data, int64_t row, int64_t cols,
     const uint8_t* group = base + size_t(row / kR16Rows) * kR16Rows * row_bytes(t, size_t(cols));
     if (t == DType::Q4_K_R16) return dequantize_k_row<BlockQ4_KR16, q4kr16_row>(DType::Q4_K, group, i, cols, out);
     if (t == DType::Q6_K_R16) return dequantize_k_row<BlockQ6_KR16, q6kr16_row>(DType::Q6_K, group, i, cols, out);
+    if (t == DType::Q5_K_R16) return dequantize_k_row<BlockQ5_KR16, q5kr16_row>(DType::Q5_K, group, i, cols, out);
     const int64_t nb = cols / QK;
     for (int64_t b = 0; b < nb; ++b) {
         float* y = out + b * QK;

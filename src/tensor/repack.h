@@ -21,7 +21,7 @@ namespace flint {
 // file's (no faster kernel for t on this CPU, or rows not a multiple of 16).
 std::optional<DType> repack_target(DType t, int64_t rows, int64_t cols);
 
-// Rewrites `rows` rows of type `from` (Q8_0, Q4_0, Q5_0, Q4_K or Q6_K, rows a multiple of 16) in place as
+// Rewrites `rows` rows of type `from` (Q8_0, Q4_0, Q5_0, Q4_K, Q5_K or Q6_K, rows a multiple of 16) in place as
 // `to` (the matching _R16 layout); the bytes used stay the same.
 void repack_rows(DType from, DType to, void* data, int64_t rows, int64_t cols);
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 
 #include <gtest/gtest.h>
@@ -117,9 +118,16 @@ TEST(QuantizedGreedy, RepackedWeightsGiveTheFileLayoutsLogits) {
 }
 
 // K-quant blocks are 256 wide, wider than stories260K's rows, so a random model of a small qwen2 shape with
-// 256-wide rows: on huge pages its Q4_K / Q6_K matrices are repacked (tensor/repack.h), mapped they keep the
-// file's layout; logits over a prompt agree within the two kernels' f32 rounding, and the greedy ids are the
-// same.
+// 256-wide rows: on huge pages its Q4_K / Q5_K / Q6_K matrices are repacked (tensor/repack.h), mapped they
+// keep the file's layout. With the scalar kernels the two give the same logits bit for bit (the repacked
+// bytes hold the file's blocks, every matrix and every fused path included); with the AVX-512 kernels they
+// agree within the kernels' rounding and the greedy ids are the same.
+//
+// Why the AVX-512 bound is loose: the two kernels sum in different f32 orders, and an activation that lies
+// next to a rounding tie when it is quantized for the next matrix rounds to neighbouring levels (the Q5_K
+// model here: x / d = -25.500008 in layer 0's attention input, the two runs' x 3e-8 apart). The random
+// model amplifies that one-level step to ~1e-2 in the logits. The kernels
+// themselves are checked against the scalar ones, input for input, in tests/tensor/repack_test.cpp.
 TEST(QuantizedGreedy, RepackedKQuantModelsGiveTheFileLayoutsLogits) {
     FLINT_REQUIRE_SHARED("tokenizers/qwen2/vocab.json");
     ModelShape shape = *find_model_shape("tiny");
@@ -127,30 +135,37 @@ TEST(QuantizedGreedy, RepackedKQuantModelsGiveTheFileLayoutsLogits) {
     shape.n_ff = 512;
     shape.n_heads = 4;
     shape.n_kv_heads = 2;
-    for (auto [type, packed_type] : {std::pair{DType::Q4_K, DType::Q4_K_R16}, std::pair{DType::Q6_K, DType::Q6_K_R16}}) {
+    const Isa best = active_isa();
+    for (auto [type, packed_type] : {std::pair{DType::Q4_K, DType::Q4_K_R16}, std::pair{DType::Q5_K, DType::Q5_K_R16},
+                                     std::pair{DType::Q6_K, DType::Q6_K_R16}}) {
         const std::string out = ::testing::TempDir() + "/kquant-256-" + std::string(dtype_name(type)) + ".gguf";
         write_random_model({.shape = shape, .type = type, .seed = 3, .threads = 2}, out);
         auto mapped = Model::load(out, Residency::Map);
         auto packed = Model::load(out, Residency::HugePages);
         EXPECT_EQ(0, mapped->repacked);
         EXPECT_EQ(mapped->weights.layers[0].w_up.type, type);
-        if (active_isa() == Isa::AVX512) {
+        const std::vector<int32_t> p = {9707, 11, 1879, 374, 264, 1273, 315, 279, 1614, 13};
+        auto logits = [&](const std::shared_ptr<Model>& m) { return Runner(m, 64).run(p, 0, Logits::All); };
+        if (best == Isa::AVX512) {
             EXPECT_GT(packed->repacked, 0);
             EXPECT_EQ(packed->weights.layers[0].w_up.type, packed_type);
+            auto la = logits(mapped), lb = logits(packed);
+            ASSERT_EQ(la.size(), lb.size());
+            float worst = 0, mag = 0;
+            for (size_t i = 0; i < la.size(); ++i) {
+                worst = std::max(worst, std::fabs(la[i] - lb[i]));
+                mag = std::max(mag, std::fabs(la[i]));
+            }
+            std::printf("random 256-wide qwen2 %s: repacked vs file layout (AVX-512), max |logit difference| %.2e (max |logit| %.2f)\n",
+                        std::string(dtype_name(type)).c_str(), worst, mag);
+            EXPECT_LT(worst, 0.05f * (mag + 1)) << dtype_name(type);
+            EXPECT_EQ(greedy(mapped, p, 20), greedy(packed, p, 20)) << dtype_name(type);
         }
-        const std::vector<int32_t> p = {9707, 11, 1879, 374, 264, 1273, 315, 279, 1614, 13};
-        Runner a(mapped, 64), b(packed, 64);
-        auto la = a.run(p, 0, Logits::All), lb = b.run(p, 0, Logits::All);
-        ASSERT_EQ(la.size(), lb.size());
-        float worst = 0, mag = 0;
-        for (size_t i = 0; i < la.size(); ++i) {
-            worst = std::max(worst, std::fabs(la[i] - lb[i]));
-            mag = std::max(mag, std::fabs(la[i]));
-        }
-        std::printf("random 256-wide qwen2 %s: repacked vs file layout, max |logit difference| %.2e (max |logit| %.2f)\n",
-                    std::string(dtype_name(type)).c_str(), worst, mag);
-        EXPECT_LT(worst, 1e-4f * (mag + 1)) << dtype_name(type);
-        EXPECT_EQ(greedy(mapped, p, 20), greedy(packed, p, 20)) << dtype_name(type);
+        set_isa(Isa::Scalar);  // the repacked model keeps its layout; the scalar kernels read both
+        auto sa = logits(mapped), sb = logits(packed);
+        set_isa(best);
+        ASSERT_EQ(sa.size(), sb.size());
+        EXPECT_EQ(0, std::memcmp(sa.data(), sb.data(), sa.size() * sizeof(float))) << dtype_name(type) << ", scalar kernels";
         std::filesystem::remove(out);
     }
 }

@@ -24,6 +24,7 @@ const Pair kPairs[] = {{DType::Q8_0, DType::Q8_0_R16},
                        {DType::Q4_0, DType::Q4_0_R16},
                        {DType::Q5_0, DType::Q5_0_R16},
                        {DType::Q4_K, DType::Q4_K_R16},
+                       {DType::Q5_K, DType::Q5_K_R16},
                        {DType::Q6_K, DType::Q6_K_R16}};
 
 // A width the file type can hold: cols rounded up to its block (256 for Q4_K).
@@ -143,6 +144,7 @@ TEST(Repack, TargetOnlyWhereTheKernelsHaveAFasterLayout) {
         EXPECT_EQ(std::optional(DType::Q5_0_R16), repack_target(DType::Q5_0, 64, 64));
         EXPECT_EQ(std::optional(DType::Q4_K_R16), repack_target(DType::Q4_K, 64, 256));
         EXPECT_FALSE(repack_target(DType::Q8_0, 62, 64));  // not whole groups of sixteen rows
+        EXPECT_EQ(std::optional(DType::Q5_K_R16), repack_target(DType::Q5_K, 64, 256));
         EXPECT_EQ(std::optional(DType::Q6_K_R16), repack_target(DType::Q6_K, 64, 256));
         EXPECT_FALSE(repack_target(DType::F16, 64, 64));
     }

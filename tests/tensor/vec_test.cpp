@@ -112,7 +112,9 @@ TEST(Vec, ExpSumMatchesScalar) {
             for (int64_t i = 0; i < n; ++i)
                 ASSERT_NEAR(got[size_t(i)], want[size_t(i)], 1e-5f * want[size_t(i)] + 1e-37f) << isa_name(isa) << " i " << i;
             EXPECT_EQ(got[size_t(n)], -1.0f) << isa_name(isa) << ": wrote past n " << n;
-            if (n > 7) EXPECT_EQ(got[7], 0.0f) << isa_name(isa);
+            if (n > 7) {
+                EXPECT_EQ(got[7], 0.0f) << isa_name(isa);
+            }
         }
     }
 }
@@ -134,7 +136,9 @@ TEST(Vec, ArgmaxIsTheFirstMaximumOnEveryIsa) {
                 if (at + 3 < n) x[size_t(at + 3)] = 50.0f;  // a tie later: the first wins
                 ASSERT_EQ(argmax_f32(x.data(), n), at) << isa_name(isa) << " n " << n;
                 x[size_t(n - 1)] = std::nanf("");
-                if (at != n - 1) ASSERT_EQ(argmax_f32(x.data(), n), at) << isa_name(isa) << " NaN at the end, n " << n;
+                if (at != n - 1) {
+                    ASSERT_EQ(argmax_f32(x.data(), n), at) << isa_name(isa) << " NaN at the end, n " << n;
+                }
             }
         }
         std::vector<float> x(100, -INFINITY);

@@ -31,6 +31,7 @@ run q15-q4k-speed  "$FLINT" bench -m $MODELS/q15-q4_k.gguf -p 128 -n 32 -r 3 -t 
 run q15-q6k-speed  "$FLINT" bench -m $MODELS/q15-q6_k.gguf -p 128 -n 32 -r 3 -t 2
 run q8-mem-4k      "$FLINT" bench -m $Q8 -c 4096 --kv-type f16 --fill-kv -p 0 -n 8 -r 1 -t 2 --no-bandwidth
 run q8-mem-131k    "$FLINT" bench -m $Q8 -c 131072 --kv-type f16 --fill-kv --rope-scaling yarn --rope-scale 4 --yarn-orig-ctx 32768 -p 0 -n 8 -r 1 -t 2 --no-bandwidth
+run q8-mem-131k-q8kv "$FLINT" bench -m $Q8 -c 131072 --kv-type q8_0 --fill-kv --rope-scaling yarn --rope-scale 4 --yarn-orig-ctx 32768 -p 0 -n 8 -r 1 -t 2 --no-bandwidth
 run q8-runtime     "$FLINT" bench runtime -m $Q8 -t 2 --conv-tokens 8000 --bg-tokens 16000 --window 30 --prefill-chunk 32
 run stories-edit   "$FLINT" bench edit -m $STORIES --target-tokens 1000 -t 1 -r 3
 run q8-edit        "$FLINT" bench edit -m $Q8 --file src/runtime/runtime.cpp --prompt-tokens 1500 --target-tokens 256 -t 2

@@ -126,7 +126,7 @@ void bench_edit(const BenchEditOptions& o) {
     RuntimeConfig c;
     c.threads = resolve_threads(o.model.threads);
     c.ctx = std::max<int>(o.model.ctx, static_cast<int>(prompt.size()) + o.target_tokens + 64);
-    c.kv_type = o.model.kv_type == "f16" ? DType::F16 : DType::F32;
+    c.kv_type = *dtype_from_name(o.model.kv_type);
     c.max_draft = o.max_draft;
     // Engine steps after the prefill (whose chunks are the steps for the prompt tokens not in the cache).
     auto decode_steps = [&](const Event& e) {

@@ -198,7 +198,7 @@ void bench_runtime(const BenchRuntimeOptions& o) {
     RuntimeConfig c;
     c.threads = resolve_threads(mo.threads);
     c.ctx = std::max({mo.ctx, o.conv_tokens + 256, o.bg_tokens + 256});
-    c.kv_type = mo.kv_type == "f32" ? DType::F32 : DType::F16;
+    c.kv_type = *dtype_from_name(mo.kv_type);
     c.prefill_chunk = o.prefill_chunk;
     c.background_step_ms = o.bg_step_ms;
     c.max_running = std::max(16, o.batch);

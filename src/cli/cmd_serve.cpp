@@ -92,7 +92,8 @@ void register_serve(CLI::App& app) {
     cmd->add_option("-t,--threads", o->runtime.threads, "Kernel threads per model (default: all cores)")->check(CLI::Range(0, 256));
     cmd->add_option("-c,--ctx", o->ctx, "Context length per sequence (default: the model's, at most 4096)")->check(CLI::Range(0, 1 << 20));
     cmd->add_option("--kv-memory", o->kv_memory, "KV cache pool size, e.g. 4GiB (default: max-running full contexts)");
-    cmd->add_option("--kv-type", o->kv_type, "KV cache element type (f16, f32; default f16)");
+    cmd->add_option("--kv-type", o->kv_type, "KV cache element type: f16 (default), f32, or q8_0 (half of f16's memory, for long contexts)")
+        ->check(CLI::IsMember({"f32", "f16", "q8_0"}));
     cmd->add_option("--max-running", o->runtime.max_running, "Sequences decoding at once per model")->check(CLI::Range(1, 4096));
     cmd->add_option("--max-queued", o->runtime.max_queued, "Waiting requests beyond this get 503")->check(CLI::Range(0, 1 << 20));
     cmd->add_option("--prefill-chunk", o->runtime.prefill_chunk, "Prompt tokens per engine step")->check(CLI::Range(1, 1 << 20));

@@ -15,7 +15,7 @@ void add_model_options(CLI::App& cmd, ModelOptions& o) {
     cmd.add_option("-m,--model", o.model, "GGUF model file (default: ../shared/models/stories260K.gguf)");
     cmd.add_option("-t,--threads", o.threads, "Threads for the kernels (default: all cores)")->check(CLI::Range(0, 256));
     cmd.add_option("-c,--ctx", o.ctx, "Context length in tokens (default: the model's, at most 4096)")->check(CLI::Range(0, 1 << 20));
-    cmd.add_option("--kv-type", o.kv_type, "KV cache element type: f32 or f16")->check(CLI::IsMember({"f32", "f16"}));
+    cmd.add_option("--kv-type", o.kv_type, "KV cache element type: f32, f16 or q8_0 (half of f16's memory, for long contexts)")->check(CLI::IsMember({"f32", "f16", "q8_0"}));
     cmd.add_option("--isa", o.isa, "Force a kernel path: scalar, avx2, avx512")->check(CLI::IsMember({"scalar", "avx2", "avx512"}));
     cmd.add_option("--rope-scaling", o.rope_scaling, "Override RoPE scaling: none, linear, yarn (e.g. yarn with --rope-scale 4 "
                                                      "runs Qwen2.5-Coder to 131072 tokens)")
@@ -82,7 +82,7 @@ LoadedModel load_model(const ModelOptions& o, bool progress) {
     kc.n_layers = c.n_layers;
     kc.kv_dim = c.kv_dim();
     kc.block_size = 16;
-    kc.type = o.kv_type == "f16" ? DType::F16 : DType::F32;
+    kc.type = *dtype_from_name(o.kv_type);  // one of the names --kv-type accepts
     kc.n_blocks = (lm.ctx + kc.block_size - 1) / kc.block_size;
     lm.kv = std::make_unique<KVCache>(kc);
     for (int64_t b = 0; b < kc.n_blocks; ++b) lm.blocks.push_back(lm.kv->alloc());

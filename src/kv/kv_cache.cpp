@@ -7,16 +7,18 @@
 namespace flint {
 
 size_t KVCache::bytes_per_token(int n_layers, int kv_dim, DType type) {
-    return static_cast<size_t>(n_layers) * 2 * kv_dim * (type == DType::F16 ? 2 : 4);
+    return static_cast<size_t>(n_layers) * 2 * flint::row_bytes(type, static_cast<size_t>(kv_dim));
 }
 
 KVCache::KVCache(const KVConfig& cfg) : cfg_(cfg) {
-    if (cfg.type != DType::F32 && cfg.type != DType::F16)
-        fail("KV cache type ", dtype_name(cfg.type), " is not supported (f32 or f16)");
+    if (cfg.type != DType::F32 && cfg.type != DType::F16 && cfg.type != DType::Q8_0)
+        fail("KV cache type ", dtype_name(cfg.type), " is not supported (f32, f16 or q8_0)");
     if (cfg.n_layers <= 0 || cfg.kv_dim <= 0 || cfg.block_size <= 0 || cfg.n_blocks <= 0)
         fail("KV cache: invalid configuration (layers ", cfg.n_layers, ", kv_dim ", cfg.kv_dim, ", block size ",
              cfg.block_size, ", blocks ", cfg.n_blocks, ")");
-    row_bytes_ = static_cast<size_t>(cfg.kv_dim) * (cfg.type == DType::F16 ? 2 : 4);
+    if (cfg.type == DType::Q8_0 && cfg.kv_dim % 32 != 0)
+        fail("KV cache type q8_0 needs kv_dim (", cfg.kv_dim, ") to be a multiple of 32: use f16");
+    row_bytes_ = flint::row_bytes(cfg.type, static_cast<size_t>(cfg.kv_dim));
     layer_half_bytes_ = row_bytes_ * cfg.block_size;
     block_bytes_ = layer_half_bytes_ * 2 * cfg.n_layers;
     total_bytes_ = block_bytes_ * cfg.n_blocks;

@@ -14,20 +14,28 @@ namespace detail {
 void attend_head_scalar(const HeadAttention& a, const float* q, float* scores, float* out) {
     const KVCache& kv = *a.kv;
     const int bs = kv.block_size(), kv_dim = kv.config().kv_dim, hd = a.head_dim;
-    const bool f16 = kv.config().type == DType::F16;
+    const DType type = kv.config().type;
     const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
     const int64_t off = static_cast<int64_t>(a.kv_head) * hd;
     auto k_at = [&](int p, int i) {  // keys are transposed in the cache: [kv_dim][block_size]
-        const int64_t idx = (off + i) * bs + p % bs;
+        const int64_t c = off + i, idx = c * bs + p % bs;
         const int32_t b = a.blocks[p / bs];
-        return f16 ? fp16_to_fp32(reinterpret_cast<const uint16_t*>(kv.k(b, a.layer))[idx])
-                   : reinterpret_cast<const float*>(kv.k(b, a.layer))[idx];
+        if (type == DType::Q8_0)
+            return fp16_to_fp32(kv.k_scales(b, a.layer)[(c / QK) * bs + p % bs]) *
+                   float(reinterpret_cast<const int8_t*>(kv.k(b, a.layer))[idx]);
+        return type == DType::F16 ? fp16_to_fp32(reinterpret_cast<const uint16_t*>(kv.k(b, a.layer))[idx])
+                                  : reinterpret_cast<const float*>(kv.k(b, a.layer))[idx];
     };
     auto v_at = [&](int p, int i) {
-        const int64_t idx = static_cast<int64_t>(p % bs) * kv_dim + off + i;
+        const int64_t c = off + i;
         const int32_t b = a.blocks[p / bs];
-        return f16 ? fp16_to_fp32(reinterpret_cast<const uint16_t*>(kv.v(b, a.layer))[idx])
-                   : reinterpret_cast<const float*>(kv.v(b, a.layer))[idx];
+        if (type == DType::Q8_0) {
+            const auto* row = reinterpret_cast<const BlockQ8_0*>(kv.v(b, a.layer) + static_cast<size_t>(p % bs) * kv.row_bytes());
+            return fp16_to_fp32(row[c / QK].d) * float(row[c / QK].qs[c % QK]);
+        }
+        const int64_t idx = static_cast<int64_t>(p % bs) * kv_dim + c;
+        return type == DType::F16 ? fp16_to_fp32(reinterpret_cast<const uint16_t*>(kv.v(b, a.layer))[idx])
+                                  : reinterpret_cast<const float*>(kv.v(b, a.layer))[idx];
     };
     float mx = -INFINITY;
     for (int p = 0; p < a.n_pos; ++p) {

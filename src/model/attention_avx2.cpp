@@ -10,6 +10,7 @@
 #include "model/attention.h"
 #include "tensor/exp_simd.h"
 #include "tensor/hsum_avx2.h"
+#include "tensor/quant.h"
 
 namespace flint::detail {
 namespace {
@@ -25,6 +26,27 @@ void to_f32(const T* src, float* dst, int n) {
         int i = 0;
         for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, load8(src + i));
         for (; i < n; ++i) dst[i] = _cvtsh_ss(src[i]);
+    }
+}
+
+// One block of a Q8_0 cache, one KV head (dimensions off .. off + hd): keys as f32 (hd, bs), the first n
+// positions' values as f32 rows of hd; scale times level, as the scalar reference dequantizes them.
+inline __m256 q8x8(const int8_t* q) { return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(q)))); }
+template <int bs, int hd>
+void dequantize_q8_block(const KVCache& kv, int32_t b, int layer, int64_t off, int n, float* kf, float* vf) {
+    const auto* kq = reinterpret_cast<const int8_t*>(kv.k(b, layer));
+    const uint16_t* ks = kv.k_scales(b, layer);
+    for (int d = 0; d < hd; ++d) {
+        const int64_t c = off + d;
+        for (int p = 0; p < bs; p += 8)
+            _mm256_storeu_ps(kf + d * bs + p, _mm256_mul_ps(load8(ks + (c / QK) * bs + p), q8x8(kq + c * bs + p)));
+    }
+    for (int j = 0; j < n; ++j) {
+        const auto* row = reinterpret_cast<const BlockQ8_0*>(kv.v(b, layer) + static_cast<size_t>(j) * kv.row_bytes());
+        for (int v = 0; v < hd; v += 8) {
+            const int64_t e = off + v;
+            _mm256_storeu_ps(vf + j * hd + v, _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(row[e / QK].d)), q8x8(row[e / QK].qs + e % QK)));
+        }
     }
 }
 
@@ -65,6 +87,8 @@ void attend_group_t(const HeadAttention& a, const QueryGroup& g, float* scratch)
             kt = kr;
             vt = vr;
             v_stride = kv_dim;
+        } else if constexpr (std::is_same_v<T, int8_t>) {
+            dequantize_q8_block<bs, hd>(kv, b, a.layer, off, n, kb, vb);
         } else {
             to_f32(kr, kb, hd * bs);
             for (int j = 0; j < n; ++j) to_f32(vr + static_cast<int64_t>(j) * kv_dim, vb + j * hd, hd);
@@ -129,6 +153,7 @@ namespace {
 template <int NC, int NV>
 void attend_group_nv(const HeadAttention& a, const QueryGroup& g, float* scratch) {
     if (a.kv->config().type == DType::F16) attend_group_t<uint16_t, NC, NV>(a, g, scratch);
+    else if (a.kv->config().type == DType::Q8_0) attend_group_t<int8_t, NC, NV>(a, g, scratch);
     else attend_group_t<float, NC, NV>(a, g, scratch);
 }
 template <int NC>

@@ -16,6 +16,7 @@
 #include "kv/kv_cache.h"
 #include "model/attention.h"
 #include "tensor/exp_simd.h"
+#include "tensor/quant.h"
 
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -43,6 +44,28 @@ struct SpanView {
     const T* vt[kSpan];  // per position: its value row
     int p0, n;           // the span's first position, valid positions (<= kSpan)
 };
+// A Q8_0 cache read in place (T = int8_t): levels as above, plus per 16 positions the keys' scales of the
+// head's first 32-dimension block (block k at ks[r] + k * kt_stride), and per position its value row's
+// Q8_0 blocks; off = the head's first dimension. Each key or value is scale times level, the same f32
+// product the span dequantizer (dequantize_q8_span) writes, so reading in place gives the same bits.
+template <>
+struct SpanView<int8_t> {
+    const int8_t* kt[kRegs];
+    const uint16_t* ks[kRegs];
+    int kt_stride;
+    const BlockQ8_0* vt[kSpan];
+    int64_t off;
+    int p0, n;
+};
+
+inline __m512 levels16(const int8_t* q) {
+    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q))));
+}
+// Elements e .. e + 15 of a position's value row (e a multiple of 16).
+inline __m512 value16(const BlockQ8_0* row, int64_t e) {
+    const BlockQ8_0& b = row[e / QK];
+    return _mm512_mul_ps(_mm512_set1_ps(_cvtsh_ss(b.d)), levels16(b.qs + e % QK));
+}
 
 template <int NV, int NQ, typename T>
 void quad_span(const QueryGroup& g, int i0, const SpanView<T>& sv, __m512 scale, float* m, float* l, float* sc) {
@@ -61,12 +84,32 @@ void quad_span(const QueryGroup& g, int i0, const SpanView<T>& sv, __m512 scale,
     __m512 acc[NQ][kRegs];
     for (int u = 0; u < NQ; ++u)
         for (int r = 0; r < kRegs; ++r) acc[u][r] = _mm512_setzero_ps();
-    for (int d = 0; d < hd; ++d) {
-        __m512 kd[kRegs];
-        for (int r = 0; r < kRegs; ++r) kd[r] = r < nr ? load16(sv.kt[r] + d * sv.kt_stride) : _mm512_setzero_ps();
-        for (int u = 0; u < NQ; ++u) {
-            const __m512 qd = _mm512_set1_ps(g.q[i0 + u][d]);
-            for (int r = 0; r < kRegs; ++r) acc[u][r] = _mm512_fmadd_ps(qd, kd[r], acc[u][r]);
+    if constexpr (std::is_same_v<T, int8_t>) {
+        // Per 32-dimension block of the cache (or the part of one a narrow head has), its scales once.
+        constexpr int kChunk = hd < QK ? hd : QK;
+        for (int d0 = 0; d0 < hd; d0 += kChunk) {
+            const int64_t blk = (sv.off + d0) / QK - sv.off / QK;
+            __m512 ks[kRegs];
+            for (int r = 0; r < kRegs; ++r)
+                ks[r] = r < nr ? load16(sv.ks[r] + blk * sv.kt_stride) : _mm512_setzero_ps();
+            for (int d = d0; d < d0 + kChunk; ++d) {
+                __m512 kd[kRegs];
+                for (int r = 0; r < kRegs; ++r)
+                    kd[r] = r < nr ? _mm512_mul_ps(ks[r], levels16(sv.kt[r] + d * sv.kt_stride)) : _mm512_setzero_ps();
+                for (int u = 0; u < NQ; ++u) {
+                    const __m512 qd = _mm512_set1_ps(g.q[i0 + u][d]);
+                    for (int r = 0; r < kRegs; ++r) acc[u][r] = _mm512_fmadd_ps(qd, kd[r], acc[u][r]);
+                }
+            }
+        }
+    } else {
+        for (int d = 0; d < hd; ++d) {
+            __m512 kd[kRegs];
+            for (int r = 0; r < kRegs; ++r) kd[r] = r < nr ? load16(sv.kt[r] + d * sv.kt_stride) : _mm512_setzero_ps();
+            for (int u = 0; u < NQ; ++u) {
+                const __m512 qd = _mm512_set1_ps(g.q[i0 + u][d]);
+                for (int r = 0; r < kRegs; ++r) acc[u][r] = _mm512_fmadd_ps(qd, kd[r], acc[u][r]);
+            }
         }
     }
     // Online softmax per query: rescale what was accumulated under the old max.
@@ -101,7 +144,10 @@ void quad_span(const QueryGroup& g, int i0, const SpanView<T>& sv, __m512 scale,
         }
         for (int j = 0; j < hi; ++j) {
             __m512 vv[kVPass];
-            for (int v = 0; v < kVPass; ++v) vv[v] = load16(sv.vt[j] + 16 * (v0 + v));
+            for (int v = 0; v < kVPass; ++v) {
+                if constexpr (std::is_same_v<T, int8_t>) vv[v] = value16(sv.vt[j], sv.off + 16 * (v0 + v));
+                else vv[v] = load16(sv.vt[j] + 16 * (v0 + v));
+            }
             for (int u = 0; u < NQ; ++u) {
                 const __m512 w = _mm512_set1_ps(sc[(i0 + u) * kSpan + j]);
                 if (j < lo) {
@@ -114,6 +160,26 @@ void quad_span(const QueryGroup& g, int i0, const SpanView<T>& sv, __m512 scale,
         }
         for (int u = 0; u < NQ; ++u)
             for (int v = 0; v < kVPass; ++v) _mm512_storeu_ps(g.out[i0 + u] + 16 * (v0 + v), o[u][v]);
+    }
+}
+
+// One block of a Q8_0 cache, one KV head (dimensions off .. off + 16 NV): its keys as f32 (hd, BS), like an
+// f32 block's, and its first nj positions' values as f32 rows of hd. Scale times level, as the scalar
+// reference dequantizes them.
+template <int BS, int NV>
+void dequantize_q8_span(const KVCache& kv, int32_t b, int layer, int64_t off, int nj, float* kf, float* vf) {
+    constexpr int hd = 16 * NV;
+    const auto* kq = reinterpret_cast<const int8_t*>(kv.k(b, layer));
+    const uint16_t* ks = kv.k_scales(b, layer);
+    for (int d = 0; d < hd; ++d) {
+        const int64_t c = off + d;
+        for (int r = 0; r < BS / 16; ++r) {
+            _mm512_storeu_ps(kf + d * BS + 16 * r, _mm512_mul_ps(load16(ks + (c / QK) * BS + 16 * r), levels16(kq + c * BS + 16 * r)));
+        }
+    }
+    for (int j = 0; j < nj; ++j) {
+        const auto* row = reinterpret_cast<const BlockQ8_0*>(kv.v(b, layer) + static_cast<size_t>(j) * kv.row_bytes());
+        for (int v = 0; v < NV; ++v) _mm512_storeu_ps(vf + j * hd + 16 * v, value16(row, off + 16 * v));
     }
 }
 
@@ -138,13 +204,16 @@ void attend_group_t(const HeadAttention& a, const QueryGroup& g, float* scratch)
         std::fill(g.out[i], g.out[i] + hd, 0.0f);
         n_max = std::max(n_max, g.n_pos[i]);
     }
-    // An f16 cache is read and converted in place by a few queries (decode: one or two quads), and converted
-    // once per span into f32 scratch for many (a prompt chunk, a block of drafts).
-    constexpr bool kF16 = !std::is_same_v<T, float>;
-    const bool convert = kF16 && g.n > 2 * kQuad;
+    // An f16 or Q8_0 cache is read in place by a few queries (decode: one or two quads), and converted once
+    // per span into f32 scratch for many (a prompt chunk, a block of drafts); the values are the same f32
+    // either way, so are the results.
+    constexpr bool kQ8 = std::is_same_v<T, int8_t>;
+    constexpr bool kF16 = std::is_same_v<T, uint16_t>;
+    const bool convert = (kF16 || kQ8) && g.n > 2 * kQuad;
     SpanView<T> sv;
     SpanView<float> cv;
     sv.kt_stride = cv.kt_stride = BS;
+    if constexpr (kQ8) sv.off = off;
     for (int p0 = 0; p0 < n_max; p0 += kSpan) {
         sv.p0 = cv.p0 = p0;
         sv.n = cv.n = std::min(kSpan, n_max - p0);
@@ -154,19 +223,29 @@ void attend_group_t(const HeadAttention& a, const QueryGroup& g, float* scratch)
             const int blk = std::min(bi, n_blocks - 1);
             const int32_t b = a.blocks[p0 / BS + blk];
             const T* kr = reinterpret_cast<const T*>(kv.k(b, a.layer)) + off * BS;
-            const T* vr = reinterpret_cast<const T*>(kv.v(b, a.layer)) + off;
             for (int c = 0; c < BS / 16; ++c) sv.kt[bi * (BS / 16) + c] = kr + 16 * c;
-            for (int j = 0; j < BS; ++j) sv.vt[bi * BS + j] = vr + int64_t(j) * kv_dim;
+            if constexpr (kQ8) {
+                const uint16_t* ks = kv.k_scales(b, a.layer) + (off / QK) * BS;
+                for (int c = 0; c < BS / 16; ++c) sv.ks[bi * (BS / 16) + c] = ks + 16 * c;
+                for (int j = 0; j < BS; ++j)
+                    sv.vt[bi * BS + j] = reinterpret_cast<const BlockQ8_0*>(kv.v(b, a.layer) + static_cast<size_t>(j) * kv.row_bytes());
+            } else {
+                for (int j = 0; j < BS; ++j) sv.vt[bi * BS + j] = reinterpret_cast<const T*>(kv.v(b, a.layer)) + off + int64_t(j) * kv_dim;
+            }
             if (convert && bi < n_blocks) {
                 float* kbb = kb + bi * hd * BS;
-                for (int i = 0; i < hd * BS; i += 16) _mm512_storeu_ps(kbb + i, load16(kr + i));
-                for (int c = 0; c < BS / 16; ++c) cv.kt[bi * (BS / 16) + c] = kbb + 16 * c;
                 const int nj = std::min(BS, sv.n - bi * BS);
-                for (int j = 0; j < nj; ++j) {
-                    float* row = vb + (bi * BS + j) * hd;
-                    for (int v = 0; v < NV; ++v) _mm512_storeu_ps(row + 16 * v, load16(vr + int64_t(j) * kv_dim + 16 * v));
-                    cv.vt[bi * BS + j] = row;
+                if constexpr (kQ8) {
+                    dequantize_q8_span<BS, NV>(kv, b, a.layer, off, nj, kbb, vb + bi * BS * hd);
+                } else {
+                    for (int i = 0; i < hd * BS; i += 16) _mm512_storeu_ps(kbb + i, load16(kr + i));
+                    for (int j = 0; j < nj; ++j) {
+                        float* row = vb + (bi * BS + j) * hd;
+                        for (int v = 0; v < NV; ++v) _mm512_storeu_ps(row + 16 * v, load16(sv.vt[bi * BS + j] + 16 * v));
+                    }
                 }
+                for (int c = 0; c < BS / 16; ++c) cv.kt[bi * (BS / 16) + c] = kbb + 16 * c;
+                for (int j = 0; j < nj; ++j) cv.vt[bi * BS + j] = vb + (bi * BS + j) * hd;
             }
         }
         auto run = [&](const auto& view) {
@@ -191,6 +270,7 @@ void attend_group_t(const HeadAttention& a, const QueryGroup& g, float* scratch)
 template <int BS, int NV>
 void attend_group_nv(const HeadAttention& a, const QueryGroup& g, float* scratch) {
     if (a.kv->config().type == DType::F16) attend_group_t<uint16_t, BS, NV>(a, g, scratch);
+    else if (a.kv->config().type == DType::Q8_0) attend_group_t<int8_t, BS, NV>(a, g, scratch);
     else attend_group_t<float, BS, NV>(a, g, scratch);
 }
 

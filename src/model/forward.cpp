@@ -9,6 +9,7 @@
 #include "kv/kv_cache.h"
 #include "model/attention.h"
 #include "model/rope.h"
+#include "tensor/kernels.h"
 #include "tensor/matmul.h"
 #include "tensor/quant.h"
 #include "tensor/thread_pool.h"
@@ -40,7 +41,8 @@ void add_inplace(float* x, const float* y, int64_t count) {
     for (int64_t i = 0; i < count; ++i) x[i] += y[i];
 }
 
-// k16: kv_dim halves of scratch (an f16 cache's key row is converted in one vector call, then scattered).
+// k16: kv_dim halves of scratch (an f16 cache's key row is converted in one vector call, a Q8_0 cache's
+// quantized into it, then scattered).
 void store_kv(KVCache& kv, int layer, std::span<const int32_t> blocks, int pos, const float* k, const float* v,
               uint16_t* k16) {
     const int bs = kv.block_size();
@@ -48,7 +50,16 @@ void store_kv(KVCache& kv, int layer, std::span<const int32_t> blocks, int pos, 
     const int slot = pos % bs;
     const int n = kv.config().kv_dim;
     // Keys go in transposed (kv/kv_cache.h): element c of this position at c * bs + slot.
-    if (kv.config().type == DType::F16) {
+    if (kv.config().type == DType::Q8_0) {
+        const auto quantize = detail::active_kernels().quantize_q8_0;
+        auto* kq = reinterpret_cast<BlockQ8_0*>(k16);  // n / 32 blocks: 34 n / 32 bytes of the 2 n
+        quantize(k, kq, n);
+        int8_t* kt = reinterpret_cast<int8_t*>(kv.k(b, layer)) + slot;
+        uint16_t* ks = kv.k_scales(b, layer) + slot;
+        for (int c = 0; c < n; ++c) kt[static_cast<int64_t>(c) * bs] = kq[c / QK].qs[c % QK];
+        for (int j = 0; j < n / QK; ++j) ks[static_cast<int64_t>(j) * bs] = kq[j].d;
+        quantize(v, reinterpret_cast<BlockQ8_0*>(kv.v(b, layer) + static_cast<size_t>(slot) * kv.row_bytes()), n);
+    } else if (kv.config().type == DType::F16) {
         uint16_t* kt = reinterpret_cast<uint16_t*>(kv.k(b, layer)) + slot;
         fp32_to_fp16_row(k, k16, n);
         for (int c = 0; c < n; ++c) kt[static_cast<int64_t>(c) * bs] = k16[c];
@@ -100,7 +111,7 @@ int64_t forward(const Model& m, std::span<const SeqBatch> batch, KVCache& kv, Fo
     grow(s.q, T * q_dim);       // (T, n_heads * head_dim)
     grow(s.k, T * kv_dim);      // (T, n_kv_heads * head_dim)
     grow(s.v, T * kv_dim);
-    grow(s.k16, kv_dim);        // one key row as f16 (an f16 cache)
+    grow(s.k16, kv_dim);        // one key row as f16 (an f16 cache) or Q8_0 blocks (a Q8_0 cache)
     grow(s.att, T * q_dim);     // (T, n_heads * head_dim) attention output
     grow(s.hb, T * ffn);        // (T, ffn) gate, then silu(gate) * up
     grow(s.hb2, T * ffn);       // (T, ffn) up

@@ -37,4 +37,24 @@ TEST(KVCache, LayersAndBlocksDoNotOverlap) {
 
 TEST(KVCache, RejectsUnsupportedType) {
     EXPECT_THROW(KVCache({.n_layers = 1, .kv_dim = 4, .block_size = 2, .type = DType::Q4_0, .n_blocks = 2}), Error);
+    // Q8_0 quantizes rows in blocks of 32.
+    EXPECT_THROW(KVCache({.n_layers = 1, .kv_dim = 48, .block_size = 2, .type = DType::Q8_0, .n_blocks = 2}), Error);
+}
+
+TEST(KVCache, Q8_0KeepsLevelsAndScalesOfEveryBlockApart) {
+    // 64 dims: two 32-element blocks per row, 34 bytes each; keys' levels [64][16] then scales [2][16].
+    KVCache kv({.n_layers = 2, .kv_dim = 64, .block_size = 16, .type = DType::Q8_0, .n_blocks = 3});
+    EXPECT_EQ(kv.row_bytes(), 68u);
+    EXPECT_EQ(KVCache::bytes_per_token(2, 64, DType::Q8_0), 2u * 2 * 68);
+    EXPECT_EQ(KVCache::bytes_per_token(24, 128, DType::Q8_0) * 2, KVCache::bytes_per_token(24, 128, DType::F16) * 17 / 16)
+        << "17/32 of f16's bytes";
+    EXPECT_EQ(kv.v(0, 0) - kv.k(0, 0), 16 * 68);
+    EXPECT_EQ(reinterpret_cast<const uint8_t*>(kv.k_scales(0, 0)) - kv.k(0, 0), 64 * 16);
+    EXPECT_EQ(reinterpret_cast<const uint8_t*>(kv.k_scales(0, 0) + 2 * 16), kv.v(0, 0)) << "the scales end the keys' half";
+    std::memset(kv.k(2, 1), 0x11, 16 * 68);
+    std::memset(kv.v(2, 1), 0x22, 16 * 68);
+    kv.copy_block(2, 0, 3);
+    EXPECT_EQ(kv.k_scales(0, 1)[31], 0x1111) << "copy-on-write copies the keys' scales too";
+    EXPECT_EQ(kv.v(0, 1)[3 * 68 - 1], 0x22);
+    EXPECT_EQ(kv.v(0, 1)[3 * 68], 0) << "values past n_slots are not copied";
 }

@@ -1,5 +1,5 @@
-// The AVX2 and AVX-512 grouped attention kernels against the scalar reference, over f32 and f16 caches and
-// odd lengths.
+// The AVX2 and AVX-512 grouped attention kernels against the scalar reference, over f32, f16 and Q8_0 caches
+// and odd lengths.
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -22,16 +22,34 @@ using GroupKernel = bool (*)(const HeadAttention&, const QueryGroup&, float*);
 void check_grouped_kernel(GroupKernel kernel, std::initializer_list<int> head_dims, std::initializer_list<int> block_sizes) {
     std::mt19937 rng(9);
     std::normal_distribution<float> nd(0.0f, 1.0f);
-    for (DType type : {DType::F32, DType::F16})
+    std::uniform_int_distribution<int> level(-127, 127);
+    for (DType type : {DType::F32, DType::F16, DType::Q8_0})
         for (int hd : head_dims)
         for (int bs : block_sizes) {
             SCOPED_TRACE(testing::Message() << dtype_name(type) << " head dim " << hd << " block " << bs);
-            const int kv_dim = 2 * hd, n_blocks = 10;
+            // Two KV heads at least (Q8_0: kv_dim a multiple of 32, its 32-element blocks spanning heads when
+            // they are narrower), the group reading the second.
+            const int kv_dim = std::max(2 * hd, 32), n_blocks = 10;
             KVCache kv({.n_layers = 1, .kv_dim = kv_dim, .block_size = bs, .type = type, .n_blocks = n_blocks});
             std::vector<int32_t> table;
             for (int b = 0; b < n_blocks; ++b) table.push_back(kv.alloc());
             std::shuffle(table.begin(), table.end(), rng);
-            for (int b = 0; b < n_blocks; ++b)
+            if (type == DType::Q8_0) {
+                auto scale = [&] { return fp32_to_fp16(0.01f + 0.01f * std::fabs(nd(rng))); };
+                for (int b = 0; b < n_blocks; ++b) {
+                    auto* kq = reinterpret_cast<int8_t*>(kv.k(b, 0));
+                    for (int i = 0; i < bs * kv_dim; ++i) kq[i] = int8_t(level(rng));
+                    for (int i = 0; i < bs * kv_dim / QK; ++i) kv.k_scales(b, 0)[i] = scale();
+                    for (int j = 0; j < bs; ++j) {
+                        auto* row = reinterpret_cast<BlockQ8_0*>(kv.v(b, 0) + size_t(j) * kv.row_bytes());
+                        for (int c = 0; c < kv_dim / QK; ++c) {
+                            row[c].d = scale();
+                            for (int e = 0; e < QK; ++e) row[c].qs[e] = int8_t(level(rng));
+                        }
+                    }
+                }
+            }
+            for (int b = 0; b < n_blocks && type != DType::Q8_0; ++b)
                 for (int i = 0; i < bs * kv_dim; ++i) {
                     float kx = nd(rng), vx = nd(rng);
                     if (type == DType::F16) {
@@ -45,7 +63,7 @@ void check_grouped_kernel(GroupKernel kernel, std::initializer_list<int> head_di
             const int nq = 13;
             std::vector<float> q(static_cast<size_t>(nq) * hd), out(q.size()), alone(hd), ref(hd);
             for (float& x : q) x = nd(rng) * 2.0f;
-            HeadAttention a{&kv, 0, table, 0, 1, hd};
+            HeadAttention a{&kv, 0, table, 0, kv_dim / hd - 1, hd};
             QueryGroup g;
             g.n = nq;
             for (int i = 0; i < nq; ++i) {

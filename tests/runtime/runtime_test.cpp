@@ -31,46 +31,50 @@ RuntimeConfig small_config() {
 
 }  // namespace
 
-// Same tokens, same positions, same chunking: KV taken from the prefix cache must give the very same logits.
+// Same tokens, same positions, same chunking: KV taken from the prefix cache must give the very same logits,
+// for every cache type (Q8_0: its keys' scales are copied with a partial block too).
 TEST(PrefixReuse, LogitsBitIdenticalToColdRun) {
     FLINT_REQUIRE_SHARED("models/stories260K.gguf");
     auto l = load_stories();
-    auto prompt = story_prompt(*l.tok, "Once upon a time, there was a little dog named Max. He liked to run in the park.");
-    ASSERT_GT(prompt.size(), 20u);
-    const int split = 19;  // not a block boundary: exercises the copy-on-write of a partial block
-    const int V = l.model->config.n_vocab;
-    auto run = [&](KVCache& kv, std::vector<int32_t>& blocks, int pos0, int n, std::vector<float>& out) {
-        ForwardScratch s;
-        SeqBatch sb{std::span<const int32_t>(prompt).subspan(pos0, n), pos0, blocks, Logits::Last};
-        out.resize(V);
-        forward(*l.model, {&sb, 1}, kv, s, nullptr, out.data());
-    };
-    KVConfig kc{l.model->config.n_layers, l.model->config.kv_dim(), 16, DType::F32, 16};
-    const int n = static_cast<int>(prompt.size());
-    // Cold: one sequence, two chunks.
-    std::vector<float> cold, warm, scratch;
-    {
+    for (DType kv_type : {DType::F32, DType::F16, DType::Q8_0}) {
+        SCOPED_TRACE(dtype_name(kv_type));
+        auto prompt = story_prompt(*l.tok, "Once upon a time, there was a little dog named Max. He liked to run in the park.");
+        ASSERT_GT(prompt.size(), 20u);
+        const int split = 19;  // not a block boundary: exercises the copy-on-write of a partial block
+        const int V = l.model->config.n_vocab;
+        auto run = [&](KVCache& kv, std::vector<int32_t>& blocks, int pos0, int n, std::vector<float>& out) {
+            ForwardScratch s;
+            SeqBatch sb{std::span<const int32_t>(prompt).subspan(pos0, n), pos0, blocks, Logits::Last};
+            out.resize(V);
+            forward(*l.model, {&sb, 1}, kv, s, nullptr, out.data());
+        };
+        KVConfig kc{l.model->config.n_layers, l.model->config.kv_dim(), 16, kv_type, 16};
+        const int n = static_cast<int>(prompt.size());
+        // Cold: one sequence, two chunks.
+        std::vector<float> cold, warm, scratch;
+        {
+            KVCache kv(kc);
+            std::vector<int32_t> blocks;
+            for (int i = 0; i < 8; ++i) blocks.push_back(kv.alloc());
+            run(kv, blocks, 0, split, scratch);
+            run(kv, blocks, split, n - split, cold);
+        }
+        // Warm: a first sequence computes the prefix and retires into the cache; a second one reuses it.
         KVCache kv(kc);
-        std::vector<int32_t> blocks;
-        for (int i = 0; i < 8; ++i) blocks.push_back(kv.alloc());
-        run(kv, blocks, 0, split, scratch);
-        run(kv, blocks, split, n - split, cold);
+        PrefixCache cache(kv);
+        {
+            std::vector<int32_t> blocks;
+            for (int i = 0; i < 2; ++i) blocks.push_back(kv.alloc());
+            run(kv, blocks, 0, split, scratch);
+            cache.insert(prompt, split, blocks);
+        }
+        PrefixCache::Match m = cache.acquire(prompt, n - 1);
+        ASSERT_EQ(m.n_tokens, split);
+        while (static_cast<int>(m.blocks.size()) * 16 < n) m.blocks.push_back(kv.alloc());
+        run(kv, m.blocks, split, n - split, warm);
+        ASSERT_EQ(cold.size(), warm.size());
+        EXPECT_EQ(0, std::memcmp(cold.data(), warm.data(), cold.size() * sizeof(float))) << "logits differ";
     }
-    // Warm: a first sequence computes the prefix and retires into the cache; a second one reuses it.
-    KVCache kv(kc);
-    PrefixCache cache(kv);
-    {
-        std::vector<int32_t> blocks;
-        for (int i = 0; i < 2; ++i) blocks.push_back(kv.alloc());
-        run(kv, blocks, 0, split, scratch);
-        cache.insert(prompt, split, blocks);
-    }
-    PrefixCache::Match m = cache.acquire(prompt, n - 1);
-    ASSERT_EQ(m.n_tokens, split);
-    while (static_cast<int>(m.blocks.size()) * 16 < n) m.blocks.push_back(kv.alloc());
-    run(kv, m.blocks, split, n - split, warm);
-    ASSERT_EQ(cold.size(), warm.size());
-    EXPECT_EQ(0, std::memcmp(cold.data(), warm.data(), cold.size() * sizeof(float))) << "logits differ";
 }
 
 TEST(Runtime, SecondTurnPrefillsOnlyTheNewTokens) {

@@ -12,7 +12,7 @@ mkdir -p "$OUT" "$MODELS"
 for t in q8_0 q4_0 q4_k; do  # q4_k on the 0.5B shape is Q5_0 but for the down projections (896-wide rows)
   [ -f "$MODELS/q05-$t.gguf" ] || "$FLINT" mkmodel --shape qwen2.5-coder-0.5b --type $t -o "$MODELS/q05-$t.gguf"
 done
-for t in q4_k q6_k; do
+for t in q4_k q5_k q6_k; do
   [ -f "$MODELS/q15-$t.gguf" ] || "$FLINT" mkmodel --shape qwen2.5-coder-1.5b --type $t -o "$MODELS/q15-$t.gguf"
 done
 Q8=$MODELS/q05-q8_0.gguf
@@ -28,6 +28,7 @@ run q8-speed       "$FLINT" bench -m $Q8 -p 512 -n 64 -r 3 -t 2
 run q4-speed       "$FLINT" bench -m $Q4 -p 512 -n 64 -r 3 -t 2
 run q5-speed       "$FLINT" bench -m $MODELS/q05-q4_k.gguf -p 512 -n 64 -r 3 -t 2
 run q15-q4k-speed  "$FLINT" bench -m $MODELS/q15-q4_k.gguf -p 128 -n 32 -r 3 -t 2
+run q15-q5k-speed  "$FLINT" bench -m $MODELS/q15-q5_k.gguf -p 128 -n 32 -r 3 -t 2
 run q15-q6k-speed  "$FLINT" bench -m $MODELS/q15-q6_k.gguf -p 128 -n 32 -r 3 -t 2
 run q8-mem-4k      "$FLINT" bench -m $Q8 -c 4096 --kv-type f16 --fill-kv -p 0 -n 8 -r 1 -t 2 --no-bandwidth
 run q8-mem-131k    "$FLINT" bench -m $Q8 -c 131072 --kv-type f16 --fill-kv --rope-scaling yarn --rope-scale 4 --yarn-orig-ctx 32768 -p 0 -n 8 -r 1 -t 2 --no-bandwidth

@@ -50,22 +50,26 @@ void pack_q5_0(const BlockQ5_0* rows, int64_t nb, BlockQ5_0R16* out) {
     }
 }
 
-void pack_q4_k(const BlockQ4_K* rows, int64_t nb, BlockQ4_KR16* out) {
-    for (int64_t b = 0; b < nb; ++b) {
-        for (int i = 0; i < kR16Rows; ++i) {
-            const BlockQ4_K& src = rows[i * nb + b];
-            out[b].d[i] = src.d;
-            out[b].dmin[i] = src.dmin;
-            for (int w = 0; w < 3; ++w) std::memcpy(&out[b].sc[w][i], src.scales + 4 * w, 4);
-            for (int j = 0; j < 8; ++j)
-                for (int e = 0; e < 16; ++e) {  // elements e and 16 + e of sub-block j share a byte
-                    const uint8_t* q = src.qs + 32 * (j / 2);
-                    const int shift = (j % 2) * 4;
-                    const uint8_t lo = (q[e] >> shift) & 0xf, hi = (q[e + 16] >> shift) & 0xf;
-                    out[b].qs[j][64 * (e / 4) + 4 * i + e % 4] = uint8_t(lo | (hi << 4));
-                }
+// Row i of a Q4_K / Q5_K super-block into a sixteen-row block: its d, dmin and scale words, and each
+// sub-block j's nibbles (elements e and 16 + e share a byte, as Q4_0_R16's do) into nib(j).
+template <typename Src, typename Dst, typename Nib>
+void pack_k4_row(const Src& src, int i, Dst& out, Nib nib) {
+    out.d[i] = src.d;
+    out.dmin[i] = src.dmin;
+    for (int w = 0; w < 3; ++w) std::memcpy(&out.sc[w][i], src.scales + 4 * w, 4);
+    for (int j = 0; j < 8; ++j) {
+        const uint8_t* q = src.qs + 32 * (j / 2);
+        const int shift = (j % 2) * 4;
+        for (int e = 0; e < 16; ++e) {
+            const uint8_t lo = (q[e] >> shift) & 0xf, hi = (q[e + 16] >> shift) & 0xf;
+            nib(j)[64 * (e / 4) + 4 * i + e % 4] = uint8_t(lo | (hi << 4));
         }
     }
+}
+
+void pack_q4_k(const BlockQ4_K* rows, int64_t nb, BlockQ4_KR16* out) {
+    for (int64_t b = 0; b < nb; ++b)
+        for (int i = 0; i < kR16Rows; ++i) pack_k4_row(rows[i * nb + b], i, out[b], [&](int j) { return out[b].qs[j]; });
 }
 
 void pack_q5_k(const BlockQ5_K* rows, int64_t nb, BlockQ5_KR16* out) {
@@ -73,22 +77,12 @@ void pack_q5_k(const BlockQ5_K* rows, int64_t nb, BlockQ5_KR16* out) {
         std::memset(&out[b], 0, sizeof(BlockQ5_KR16));
         for (int i = 0; i < kR16Rows; ++i) {
             const BlockQ5_K& src = rows[i * nb + b];
-            out[b].d[i] = src.d;
-            out[b].dmin[i] = src.dmin;
-            for (int w = 0; w < 3; ++w) std::memcpy(&out[b].sc[w][i], src.scales + 4 * w, 4);
-            for (int j = 0; j < 8; ++j) {
-                Q5KR16Sub& sub = out[b].s[j];
-                const uint8_t* q = src.qs + 32 * (j / 2);
-                const int shift = (j % 2) * 4;
-                for (int e = 0; e < 16; ++e) {  // elements e and 16 + e of sub-block j share a byte, as in Q4_K_R16
-                    const uint8_t lo = (q[e] >> shift) & 0xf, hi = (q[e + 16] >> shift) & 0xf;
-                    sub.nib[64 * (e / 4) + 4 * i + e % 4] = uint8_t(lo | (hi << 4));
-                }
+            pack_k4_row(src, i, out[b], [&](int j) { return out[b].s[j].nib; });
+            for (int j = 0; j < 8; ++j)
                 for (int e = 0; e < 32; ++e) {  // element e's fifth bit (bit j of qh[e]): register e / 4, bit 4i + e % 4
                     const int bit = 4 * i + e % 4;
-                    if ((src.qh[e] >> j) & 1) sub.qh[e / 4][bit / 8] |= uint8_t(1u << (bit % 8));
+                    if ((src.qh[e] >> j) & 1) out[b].s[j].qh[e / 4][bit / 8] |= uint8_t(1u << (bit % 8));
                 }
-            }
         }
     }
 }

@@ -19,6 +19,7 @@ struct ServeOptions {
     RuntimeConfig runtime;
     std::string kv_memory;
     std::string kv_type = "f16";
+    bool mmap = false;
     std::string chat_format;
     std::string data_dir;
     std::string store;
@@ -71,6 +72,7 @@ void serve(ServeOptions& o) {
     if (o.no_websocket) o.server.websocket = false;
     if (!o.no_store) o.server.store_path = !o.store.empty() ? o.store : (o.data_dir.empty() ? default_data_dir() : o.data_dir) + "/responses.db";
     server::ModelRegistry registry;
+    if (o.mmap) registry.set_residency(Residency::Map);
     for (const std::string& m : o.models) registry.load(server::parse_model_spec(m), o.runtime, o.chat_format, true);
     o.server.handle_signals = true;
     server::Server srv(o.server, registry);
@@ -94,6 +96,9 @@ void register_serve(CLI::App& app) {
     cmd->add_option("--kv-memory", o->kv_memory, "KV cache pool size, e.g. 4GiB (default: max-running full contexts)");
     cmd->add_option("--kv-type", o->kv_type, "KV cache element type: f16 (default), f32, or q8_0 (half of f16's memory, for long contexts)")
         ->check(CLI::IsMember({"f32", "f16", "q8_0"}));
+    cmd->add_flag("--mmap", o->mmap,
+                  "Map the weights from the file (zero-copy, page cache shared with other processes serving or running "
+                  "the same file) instead of reading them onto 2 MiB pages; decode is slower that way");
     cmd->add_option("--max-running", o->runtime.max_running, "Sequences decoding at once per model")->check(CLI::Range(1, 4096));
     cmd->add_option("--max-queued", o->runtime.max_queued, "Waiting requests beyond this get 503")->check(CLI::Range(0, 1 << 20));
     cmd->add_option("--prefill-chunk", o->runtime.prefill_chunk, "Prompt tokens per engine step")->check(CLI::Range(1, 1 << 20));

@@ -79,7 +79,7 @@ std::shared_ptr<ModelEntry> ModelRegistry::load(const ModelSpec& spec, bool prog
     e->path = spec.path;
     std::shared_ptr<Model> model;
     try {
-        model = Model::load(spec.path);
+        model = Model::load(spec.path, residency_);
         e->tokenizer = Tokenizer::from_gguf(*model->file);
     } catch (const Error& err) {
         throw ModelFileError("cannot load model '" + spec.path + "': " + err.what());

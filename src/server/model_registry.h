@@ -21,6 +21,7 @@
 #include "runtime/runtime.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
+#include "util/mapped_file.h"
 
 namespace flint::server {
 
@@ -55,6 +56,10 @@ public:
     ModelEntry& load(const ModelSpec& spec, const RuntimeConfig& cfg, const std::string& chat_format_override, bool progress);
     // Loads with the settings of the last load() above (the command line's), for models added at run time.
     std::shared_ptr<ModelEntry> load(const ModelSpec& spec, bool progress = false);
+    // Where models loaded from now on keep their weights: read onto huge pages (the default: fastest decode,
+    // repacked for the kernels) or mapped from the file (`flint serve --mmap`: shared page cache with other
+    // processes, the file's layout).
+    void set_residency(Residency r) { residency_ = r; }
     // Takes the model out of service: new requests no longer find it, its queued and running requests end
     // with FinishReason::Error and `reason`, and this returns once none is running. False when unknown.
     bool unload(const std::string& name, const std::string& reason);
@@ -70,6 +75,7 @@ private:
     std::set<std::string> loading_;  // names reserved by loads in progress
     RuntimeConfig defaults_;
     std::string chat_format_;
+    Residency residency_ = Residency::HugePages;
 };
 
 }  // namespace flint::server

@@ -9,6 +9,9 @@
 #include <thread>
 
 #include "harness.h"
+#include "gguf/gguf.h"
+#include "model/model.h"
+#include "runtime/waiter.h"
 
 namespace flint::test {
 namespace {
@@ -40,6 +43,36 @@ json generate(int port, const std::string& model, int tokens = 3) {
 std::string error_code(const HttpResult& r) { return json::parse(r.body)["error"]["code"].get<std::string>(); }
 
 }  // namespace
+
+// `flint serve --mmap`: the models stay mapped from their files (no private copy, the file's layout), for
+// those loaded at start and at run time alike, and they serve the same greedy text as read-in ones.
+TEST(ModelRegistry, MappedModelsServeTheSameText) {
+    FLINT_REQUIRE_SHARED("models/stories260K.gguf");
+    RuntimeConfig rc;
+    rc.threads = 1;
+    rc.ctx = 256;
+    auto text = [&](server::ModelEntry& e) {
+        GenerationRequest r;
+        r.prompt = e.tokenizer->encode("Once upon a time", true, false);
+        r.sampling.temperature = 0;
+        r.max_tokens = 24;
+        std::string out;
+        run_to_completion(*e.runtime, r, &out);
+        return out;
+    };
+    server::ModelRegistry read_in, mapped;
+    mapped.set_residency(Residency::Map);
+    server::ModelEntry& a = read_in.load({"a", shared_path("models/stories260K.gguf")}, rc, "", false);
+    server::ModelEntry& b = mapped.load({"b", shared_path("models/stories260K.gguf")}, rc, "", false);
+    auto c = mapped.load(server::ModelSpec{"c", shared_path("models/stories260K.gguf")});  // at run time
+    EXPECT_EQ(a.model->file->mapping().residency(), Residency::HugePages);
+    EXPECT_EQ(b.model->file->mapping().residency(), Residency::Map);
+    EXPECT_EQ(c->model->file->mapping().residency(), Residency::Map);
+    const std::string want = text(a);
+    EXPECT_FALSE(want.empty());
+    EXPECT_EQ(text(b), want);
+    EXPECT_EQ(text(*c), want);
+}
 
 TEST(ModelAdmin, LoadListGenerateUnload) {
     FLINT_REQUIRE_SHARED("models/stories260K.gguf");

@@ -329,6 +329,64 @@ void tile_k(int64_t cols, const void* w, size_t ws, int nr, const void* a, size_
     }
 }
 
+// ---- Q4_0, eight rows interleaved (BlockQ4_0R8, tensor/repack.h) --------------------------------------
+// Per block, four loads give eight registers of 4-element quads, 32-bit lane i = row i (levels 0..15).
+// Per token: eight VPMADDUBSW against the activation's quads broadcast, summed in int16 (at most
+// 8 x 2 x 15 x 127 = 30,480: no saturation), one VPMADDWD to int32 (lane i = row i's block dot), the -8
+// offset as -8 * sum(a) carried by the activation block, then one convert, one scale product and one FMA per
+// eight rows: about 20 operations per token and 256 weights, where the file layout's kernel spends ~13 per
+// row and 32 weights (and decode on it was instruction-bound: BENCHMARKS.md).
+template <int T>
+void group_q4r8(int64_t nb, const BlockQ4_0R8* wb, const uint8_t* a, size_t as, float* y, int64_t ldy) {
+    const BlockQ8_0S* at[T];
+    for (int t = 0; t < T; ++t) at[t] = reinterpret_cast<const BlockQ8_0S*>(a + size_t(t) * as);
+    __m256 acc[T];
+    for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+    const __m256i m4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
+    for (int64_t b = 0; b < nb; ++b) {
+        __m256i w[8];
+        for (int k = 0; k < 4; ++k) {
+            const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb[b].qs + 32 * k));
+            w[k] = _mm256_and_si256(v, m4);
+            w[k + 4] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+        }
+        const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb[b].d)));
+        for (int t = 0; t < T; ++t) {
+            const BlockQ8_0S& ab = at[t][b];
+            auto quad = [&](int k) {
+                int32_t q;
+                std::memcpy(&q, ab.qs + 4 * k, 4);
+                return _mm256_maddubs_epi16(w[k], _mm256_set1_epi32(q));
+            };
+            __m256i s16 = quad(0);
+            for (int k = 1; k < 8; ++k) s16 = _mm256_add_epi16(s16, quad(k));
+            const __m256i isum = _mm256_add_epi32(_mm256_madd_epi16(s16, ones), _mm256_set1_epi32(ab.ofs >> 4));
+            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(d, _mm256_set1_ps(ab.d)), acc[t]);
+        }
+    }
+    for (int t = 0; t < T; ++t) _mm256_storeu_ps(y + t * ldy, acc[t]);
+}
+
+// A tile of Q4_0_R8 rows (nr a multiple of 8): each group of eight rows against the tokens, at most
+// kMaxR8Tokens at a time (the eight weight registers and the accumulators share the sixteen ymm registers).
+constexpr int kMaxR8Tokens = 3;
+void tile_q4_0r8(int64_t cols, const void* w, size_t ws, int nr, const void* a, size_t as, int nt, float* y, int64_t ldy) {
+    const int64_t nb = cols / QK;
+    const auto* ab = static_cast<const uint8_t*>(a);
+    for (int g = 0; g < nr / kR8Rows; ++g) {
+        const auto* wb = reinterpret_cast<const BlockQ4_0R8*>(static_cast<const uint8_t*>(w) + size_t(g) * kR8Rows * ws);
+        for (int t = 0; t < nt;) {
+            const int n = std::min(kMaxR8Tokens, nt - t);
+            const uint8_t* at = ab + size_t(t) * as;
+            float* yt = y + t * ldy + kR8Rows * g;
+            if (n == 3) group_q4r8<3>(nb, wb, at, as, yt, ldy);
+            else if (n == 2) group_q4r8<2>(nb, wb, at, as, yt, ldy);
+            else group_q4r8<1>(nb, wb, at, as, yt, ldy);
+            t += n;
+        }
+    }
+}
+
 // ---- activation quantizers (bit-identical to the scalar ones: same scale, same rounding) ----------
 
 __m256i pack_to_i8(__m256 v0, __m256 v1, __m256 v2, __m256 v3) {
@@ -399,6 +457,9 @@ void fill_avx2(KernelSet& k) {
     k.tile[id(DType::Q6_K)] = tile_k<BlockQ6_K, unpack_q6_k_avx2>;
     k.quantize_q8_0 = quantize_q8_0_avx2;
     k.quantize_q8_k = quantize_q8_k_avx2;
+    k.tile[id(DType::Q4_0_R8)] = tile_q4_0r8;
+    k.stream_tokens[id(DType::Q4_0_R8)] = 255;  // every token count: tiles of kDecodeRows rows (two groups)
+    k.repack[id(DType::Q4_0)] = DType::Q4_0_R8;
 }
 
 }  // namespace flint::detail

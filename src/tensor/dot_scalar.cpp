@@ -160,6 +160,20 @@ float dot_q5_0r16(int64_t cols, const BlockQ5_0R16* w, int i, const BlockQ8_0S* 
     return sum;
 }
 
+// Eight rows' layout for the AVX2 kernels: Q4_0_R16's arithmetic, quads 32 bytes apart.
+float dot_q4_0r8(int64_t cols, const BlockQ4_0R8* w, int i, const BlockQ8_0S* a) {
+    float sum = 0;
+    for (int64_t b = 0; b < cols / QK; ++b) {
+        int isum = 0;
+        for (int j = 0; j < QK / 2; ++j) {
+            const uint8_t q = w[b].qs[32 * (j / 4) + 4 * i + j % 4];
+            isum += ((q & 0xf) - 8) * a[b].qs[j] + ((q >> 4) - 8) * a[b].qs[j + QK / 2];
+        }
+        sum += fp16_to_fp32(w[b].d[i]) * a[b].d * float(isum);
+    }
+    return sum;
+}
+
 // Row i of repacked K-quant blocks: each block unpacked to the file's layout, then the file's arithmetic.
 template <typename P, typename F, F (*Row)(const P&, int), float (*Dot)(int64_t, const F*, const BlockQ8_K*)>
 float dot_kr16(int64_t cols, const P* w, int i, const BlockQ8_K* a) {
@@ -171,13 +185,14 @@ float dot_kr16(int64_t cols, const P* w, int i, const BlockQ8_K* a) {
     return sum;
 }
 
-template <typename W, typename A, float (*Dot)(int64_t, const W*, int, const A*)>
+// G: rows per interleaved group (16, or 8 for Q4_0_R8).
+template <typename W, typename A, float (*Dot)(int64_t, const W*, int, const A*), int G = kR16Rows>
 void tile_scalar_r16(int64_t cols, const void* w, size_t w_stride, int nr, const void* a, size_t a_stride, int nt,
                      float* y, int64_t ldy) {
     for (int t = 0; t < nt; ++t)
         for (int r = 0; r < nr; ++r)
-            y[t * ldy + r] = Dot(cols, reinterpret_cast<const W*>(static_cast<const char*>(w) + (r / kR16Rows) * kR16Rows * w_stride),
-                                 r % kR16Rows, reinterpret_cast<const A*>(static_cast<const char*>(a) + t * a_stride));
+            y[t * ldy + r] = Dot(cols, reinterpret_cast<const W*>(static_cast<const char*>(w) + (r / G) * G * w_stride),
+                                 r % G, reinterpret_cast<const A*>(static_cast<const char*>(a) + t * a_stride));
 }
 
 constexpr int id(DType t) { return static_cast<int>(t); }
@@ -190,7 +205,7 @@ DType activation_type(DType w) {
         case DType::Q4_K: case DType::Q5_K: case DType::Q6_K: case DType::Q4_K_R16: case DType::Q5_K_R16:
         case DType::Q6_K_R16:
             return DType::Q8_K;
-        case DType::Q8_0_R16: case DType::Q4_0_R16: case DType::Q5_0_R16: return DType::Q8_0_S;
+        case DType::Q8_0_R16: case DType::Q4_0_R16: case DType::Q5_0_R16: case DType::Q4_0_R8: return DType::Q8_0_S;
         default: return DType::F32;
     }
 }
@@ -208,6 +223,7 @@ void fill_scalar(KernelSet& k) {
     k.tile[id(DType::Q8_0_R16)] = tile_scalar_r16<BlockQ8_0R16, BlockQ8_0S, dot_q8_0r16>;
     k.tile[id(DType::Q4_0_R16)] = tile_scalar_r16<BlockQ4_0R16, BlockQ8_0S, dot_q4_0r16>;
     k.tile[id(DType::Q5_0_R16)] = tile_scalar_r16<BlockQ5_0R16, BlockQ8_0S, dot_q5_0r16>;
+    k.tile[id(DType::Q4_0_R8)] = tile_scalar_r16<BlockQ4_0R8, BlockQ8_0S, dot_q4_0r8, kR8Rows>;
     k.tile[id(DType::Q4_K_R16)] = tile_scalar_r16<BlockQ4_KR16, BlockQ8_K, dot_kr16<BlockQ4_KR16, BlockQ4_K, q4kr16_row, dot_q4_k>>;
     k.tile[id(DType::Q5_K_R16)] = tile_scalar_r16<BlockQ5_KR16, BlockQ8_K, dot_kr16<BlockQ5_KR16, BlockQ5_K, q5kr16_row, dot_q5_k>>;
     k.tile[id(DType::Q6_K_R16)] = tile_scalar_r16<BlockQ6_KR16, BlockQ8_K, dot_kr16<BlockQ6_KR16, BlockQ6_K, q6kr16_row, dot_q6_k>>;

@@ -13,8 +13,8 @@ namespace flint::detail {
 
 // Dot products of a tile of weight rows with a batch of activation rows:
 //   y[t * ldy + r] = sum_c W[r, c] * A[t, c]     for r in [0, nr), t in [0, nt)
-// w: nr weight rows of `cols` elements, w_stride bytes apart (_R16 layouts: nr/16 groups of sixteen
-//    rows, 16 * w_stride bytes apart; nr a multiple of interleaved_rows, tensor/repack.h); nr <= kDecodeRows when nt == 1 or
+// w: nr weight rows of `cols` elements, w_stride bytes apart (interleaved layouts: nr/g groups of g rows,
+//    g * w_stride bytes apart, g = interleaved_rows, 16 or 8, tensor/repack.h); nr <= kDecodeRows when nt == 1 or
 //    nt <= KernelSet::stream_tokens[type] (the kernel streams the rows one after another, see
 //    dot_avx512.cpp), otherwise nr <= kTileRows.
 // a: nt activation rows in the weight's activation format (activation_type), a_stride bytes apart.
@@ -52,7 +52,8 @@ struct KernelSet {
 };
 
 // The format activations are converted to before dotting with weights of type w:
-// Q8_0 for Q4_0/Q5_0/Q8_0, Q8_K for the K-quants, Q8_0S for the _R16 layouts, F32 (no conversion) for
+// Q8_0 for Q4_0/Q5_0/Q8_0, Q8_K for the K-quants, Q8_0S for the 32-element interleaved layouts (Q8_0_R16,
+// Q4_0_R16, Q5_0_R16, Q4_0_R8), F32 (no conversion) for
 // F32/F16/BF16.
 DType activation_type(DType w);
 

@@ -41,6 +41,11 @@ inline int q5r16_high_bit(const BlockQ5_0R16& b, int i, int e) {
     const int bit = 4 * i + e % 4;
     return (b.qh[e / 4][bit / 8] >> (bit % 8)) & 1;
 }
+// Q4_0 for 256-bit registers (the AVX2 kernels): eight rows' block b, 32-bit lane i of a register = row i,
+// qs[32 k + 4 i + c] = row i's Q4_0 byte 4k + c (k = 0..3: low nibble element 4k + c, high nibble element
+// 16 + 4k + c), then the eight rows' scales.
+constexpr int kR8Rows = 8;
+struct BlockQ4_0R8 { uint8_t qs[kR8Rows * QK / 2]; uint16_t d[kR8Rows]; };
 // Row i's nibble of sub-block element e (0..31) in a Q4_K_R16 / Q5_K_R16 sub-block's 256 nibble bytes.
 inline uint8_t kr16_nibble(const uint8_t* nib, int i, int e) {
     const uint8_t q = nib[64 * ((e % 16) / 4) + 4 * i + e % 4];
@@ -121,7 +126,7 @@ inline BlockQ6_K q6kr16_row(const BlockQ6_KR16& b, int i) {
 struct BlockQ8_0S { int8_t qs[QK]; float d; int32_t ofs; };
 static_assert(sizeof(BlockQ8_0R16) == 16 * 34 && sizeof(BlockQ4_0R16) == 16 * 18 && sizeof(BlockQ5_0R16) == 16 * 22 &&
               sizeof(BlockQ4_KR16) == 16 * 144 && sizeof(BlockQ6_KR16) == 16 * 210 &&
-              sizeof(BlockQ5_KR16) == 16 * 176 && sizeof(BlockQ8_0S) == 40);
+              sizeof(BlockQ5_KR16) == 16 * 176 && sizeof(BlockQ4_0R8) == 8 * 18 && sizeof(BlockQ8_0S) == 40);
 static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ5_0) == 22 && sizeof(BlockQ8_0) == 34);
 static_assert(sizeof(BlockQ4_K) == 144 && sizeof(BlockQ5_K) == 176 && sizeof(BlockQ6_K) == 210);
 static_assert(sizeof(BlockQ8_K) == 292);

@@ -33,6 +33,16 @@ void pack_q4_0(const BlockQ4_0* rows, int64_t nb, BlockQ4_0R16* out) {
     }
 }
 
+void pack_q4_0_r8(const BlockQ4_0* rows, int64_t nb, BlockQ4_0R8* out) {
+    for (int64_t b = 0; b < nb; ++b) {
+        for (int i = 0; i < kR8Rows; ++i) {
+            const BlockQ4_0& src = rows[i * nb + b];
+            for (int j = 0; j < QK / 2; ++j) out[b].qs[32 * (j / 4) + 4 * i + j % 4] = src.qs[j];
+            out[b].d[i] = src.d;
+        }
+    }
+}
+
 void pack_q5_0(const BlockQ5_0* rows, int64_t nb, BlockQ5_0R16* out) {
     for (int64_t b = 0; b < nb; ++b) {
         std::memset(out[b].qh, 0, sizeof(out[b].qh));
@@ -128,10 +138,10 @@ void dequantize_k_row(DType file, const uint8_t* group, int i, int64_t cols, flo
 }  // namespace
 
 std::optional<DType> repack_target(DType t, int64_t rows, int64_t cols) {
-    if (static_cast<uint32_t>(t) >= kMaxDTypeId || rows % kR16Rows != 0) return std::nullopt;
+    if (static_cast<uint32_t>(t) >= kMaxDTypeId) return std::nullopt;
     if (const auto tr = dtype_traits(static_cast<uint32_t>(t)); !tr || cols % tr->block_elems != 0) return std::nullopt;
     const DType to = detail::active_kernels().repack[static_cast<int>(t)];
-    if (to == DType::F32) return std::nullopt;
+    if (to == DType::F32 || rows % interleaved_rows(to) != 0) return std::nullopt;
     return to;
 }
 
@@ -139,7 +149,8 @@ int interleaved_rows(DType t) {
     return t == DType::Q8_0_R16 || t == DType::Q4_0_R16 || t == DType::Q5_0_R16 || t == DType::Q4_K_R16 ||
                    t == DType::Q6_K_R16 || t == DType::Q5_K_R16
                ? kR16Rows
-               : 1;
+               : t == DType::Q4_0_R8 ? kR8Rows
+                                     : 1;
 }
 
 void repack_rows(DType from, DType to, void* data, int64_t rows, int64_t cols) {
@@ -149,12 +160,14 @@ void repack_rows(DType from, DType to, void* data, int64_t rows, int64_t cols) {
     const bool q4k = from == DType::Q4_K && to == DType::Q4_K_R16;
     const bool q6k = from == DType::Q6_K && to == DType::Q6_K_R16;
     const bool q5k = from == DType::Q5_K && to == DType::Q5_K_R16;
-    if (!q8 && !q4 && !q5 && !q4k && !q6k && !q5k) fail("repack: no layout ", dtype_name(to), " for ", dtype_name(from));
+    const bool q4r8 = from == DType::Q4_0 && to == DType::Q4_0_R8;
+    if (!q8 && !q4 && !q5 && !q4k && !q6k && !q5k && !q4r8) fail("repack: no layout ", dtype_name(to), " for ", dtype_name(from));
     const int64_t block = traits(from).block_elems;
-    if (rows % kR16Rows != 0 || cols % block != 0)
-        fail("repack: ", dtype_name(from), " [", rows, ", ", cols, "]: rows must be a multiple of ", kR16Rows, ", cols of ", block);
+    const int g_rows = interleaved_rows(to);
+    if (rows % g_rows != 0 || cols % block != 0)
+        fail("repack: ", dtype_name(from), " [", rows, ", ", cols, "]: rows must be a multiple of ", g_rows, ", cols of ", block);
     const int64_t nb = cols / block;
-    const size_t group_bytes = kR16Rows * row_bytes(from, size_t(cols));
+    const size_t group_bytes = g_rows * row_bytes(from, size_t(cols));
     auto* base = static_cast<uint8_t*>(data);
     auto pack_groups = [&](int64_t g0, int64_t g1) {
         std::vector<uint8_t> tmp(group_bytes);
@@ -166,12 +179,13 @@ void repack_rows(DType from, DType to, void* data, int64_t rows, int64_t cols) {
             else if (q4k) pack_q4_k(reinterpret_cast<const BlockQ4_K*>(tmp.data()), nb, reinterpret_cast<BlockQ4_KR16*>(p));
             else if (q6k) pack_q6_k(reinterpret_cast<const BlockQ6_K*>(tmp.data()), nb, reinterpret_cast<BlockQ6_KR16*>(p));
             else if (q5k) pack_q5_k(reinterpret_cast<const BlockQ5_K*>(tmp.data()), nb, reinterpret_cast<BlockQ5_KR16*>(p));
+            else if (q4r8) pack_q4_0_r8(reinterpret_cast<const BlockQ4_0*>(tmp.data()), nb, reinterpret_cast<BlockQ4_0R8*>(p));
             else pack_q5_0(reinterpret_cast<const BlockQ5_0*>(tmp.data()), nb, reinterpret_cast<BlockQ5_0R16*>(p));
         }
     };
     // Groups are independent: a large matrix is shared out over the cores (a 1.2 GB Q6_K model took 2.3 s
     // to repack on one thread). Small ones are not worth a thread.
-    const int64_t n_groups = rows / kR16Rows;
+    const int64_t n_groups = rows / g_rows;
     const int64_t bytes = n_groups * int64_t(group_bytes);
     const int n_threads = int(std::clamp<int64_t>(std::min<int64_t>(std::thread::hardware_concurrency(), bytes >> 22), 1, n_groups));
     if (n_threads <= 1) {
@@ -191,8 +205,9 @@ void dequantize_matrix_row(DType t, const void* data, int64_t row, int64_t cols,
         dequantize_row_ref(t, base + size_t(row) * row_bytes(t, size_t(cols)), out, cols);
         return;
     }
-    const int i = int(row % kR16Rows);
-    const uint8_t* group = base + size_t(row / kR16Rows) * kR16Rows * row_bytes(t, size_t(cols));
+    const int g_rows = interleaved_rows(t);
+    const int i = int(row % g_rows);
+    const uint8_t* group = base + size_t(row / g_rows) * g_rows * row_bytes(t, size_t(cols));
     if (t == DType::Q4_K_R16) return dequantize_k_row<BlockQ4_KR16, q4kr16_row>(DType::Q4_K, group, i, cols, out);
     if (t == DType::Q6_K_R16) return dequantize_k_row<BlockQ6_KR16, q6kr16_row>(DType::Q6_K, group, i, cols, out);
     if (t == DType::Q5_K_R16) return dequantize_k_row<BlockQ5_KR16, q5kr16_row>(DType::Q5_K, group, i, cols, out);
@@ -203,11 +218,14 @@ void dequantize_matrix_row(DType t, const void* data, int64_t row, int64_t cols,
             const auto& blk = reinterpret_cast<const BlockQ8_0R16*>(group)[b];
             const float d = fp16_to_fp32(blk.d[i]);
             for (int e = 0; e < QK; ++e) y[e] = d * float(int(blk.qs[64 * (e / 4) + 4 * i + e % 4]) - 128);
-        } else if (t == DType::Q4_0_R16) {
-            const auto& blk = reinterpret_cast<const BlockQ4_0R16*>(group)[b];
-            const float d = fp16_to_fp32(blk.d[i]);
+        } else if (t == DType::Q4_0_R16 || t == DType::Q4_0_R8) {
+            // Sixteen rows' quads 64 bytes apart, eight rows' 32.
+            const bool r8 = t == DType::Q4_0_R8;
+            const uint8_t* qs = r8 ? reinterpret_cast<const BlockQ4_0R8*>(group)[b].qs : reinterpret_cast<const BlockQ4_0R16*>(group)[b].qs;
+            const float d = fp16_to_fp32(r8 ? reinterpret_cast<const BlockQ4_0R8*>(group)[b].d[i]
+                                            : reinterpret_cast<const BlockQ4_0R16*>(group)[b].d[i]);
             for (int j = 0; j < QK / 2; ++j) {
-                const uint8_t q = blk.qs[64 * (j / 4) + 4 * i + j % 4];
+                const uint8_t q = qs[4 * g_rows * (j / 4) + 4 * i + j % 4];
                 y[j] = d * float((q & 0xf) - 8);
                 y[QK / 2 + j] = d * float((q >> 4) - 8);
             }

@@ -8,7 +8,8 @@
 // quads give sixteen whole block dots, the levels are already unsigned, the sixteen scales are one load,
 // and the f32 work (convert, scale product, FMA) is done once per sixteen rows instead of per row.
 // Same bytes per row as the file (so a matrix is rewritten in place), same integer block dots and f32
-// scale products, in the same order, as the scalar reference on the file's layout.
+// scale products, in the same order, as the scalar reference on the file's layout. AVX2 CPUs get Q4_0_R8:
+// eight rows to a 256-bit register, one VPMADDUBSW per quad for the eight (dot_avx2.cpp).
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -18,15 +19,15 @@
 namespace flint {
 
 // The layout the active kernels want a `rows` x `cols` matrix of type t in, or nullopt to keep the
-// file's (no faster kernel for t on this CPU, or rows not a multiple of 16).
+// file's (no faster kernel for t on this CPU, or rows not a multiple of the layout's interleave).
 std::optional<DType> repack_target(DType t, int64_t rows, int64_t cols);
 
-// Rewrites `rows` rows of type `from` (Q8_0, Q4_0, Q5_0, Q4_K, Q5_K or Q6_K, rows a multiple of 16) in place as
-// `to` (the matching _R16 layout); the bytes used stay the same.
+// Rewrites `rows` rows of type `from` (Q8_0, Q4_0, Q5_0, Q4_K, Q5_K or Q6_K) in place as `to` (the matching
+// _R16 layout, or Q4_0_R8; rows a multiple of interleaved_rows(to)); the bytes used stay the same.
 void repack_rows(DType from, DType to, void* data, int64_t rows, int64_t cols);
 
-// Rows the layout t interleaves (kR16Rows for the _R16 layouts, else 1): a matrix's row count is a multiple
-// of it, and kernel tiles start at and span multiples of it.
+// Rows the layout t interleaves (kR16Rows for the _R16 layouts, kR8Rows for Q4_0_R8, else 1): a matrix's
+// row count is a multiple of it, and kernel tiles start at and span multiples of it.
 int interleaved_rows(DType t);
 
 // Row `row` of a matrix stored in layout t (a file type or an _R16 layout) as f32: out[cols].

@@ -23,6 +23,7 @@ struct Pair { DType file, packed; };
 const Pair kPairs[] = {{DType::Q8_0, DType::Q8_0_R16},
                        {DType::Q4_0, DType::Q4_0_R16},
                        {DType::Q5_0, DType::Q5_0_R16},
+                       {DType::Q4_0, DType::Q4_0_R8},
                        {DType::Q4_K, DType::Q4_K_R16},
                        {DType::Q5_K, DType::Q5_K_R16},
                        {DType::Q6_K, DType::Q6_K_R16}};
@@ -137,6 +138,12 @@ TEST(Repack, TargetOnlyWhereTheKernelsHaveAFasterLayout) {
     IsaGuard guard;
     set_isa(Isa::Scalar);
     EXPECT_FALSE(repack_target(DType::Q8_0, 64, 64));  // the scalar kernels read the file's layout
+    if (best_isa() != Isa::Scalar) {
+        set_isa(Isa::AVX2);  // eight-row groups for 256-bit registers, Q4_0 only
+        EXPECT_EQ(std::optional(DType::Q4_0_R8), repack_target(DType::Q4_0, 24, 64));
+        EXPECT_FALSE(repack_target(DType::Q4_0, 20, 64));
+        EXPECT_FALSE(repack_target(DType::Q8_0, 64, 64));
+    }
     if (best_isa() == Isa::AVX512) {
         set_isa(Isa::AVX512);
         EXPECT_EQ(std::optional(DType::Q8_0_R16), repack_target(DType::Q8_0, 64, 64));

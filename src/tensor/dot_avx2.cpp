@@ -329,27 +329,57 @@ void tile_k(int64_t cols, const void* w, size_t ws, int nr, const void* a, size_
     }
 }
 
-// ---- Q4_0, eight rows interleaved (BlockQ4_0R8, tensor/repack.h) --------------------------------------
-// Per block, four loads give eight registers of 4-element quads, 32-bit lane i = row i (levels 0..15).
-// Per token: eight VPMADDUBSW against the activation's quads broadcast, summed in int16 (at most
-// 8 x 2 x 15 x 127 = 30,480: no saturation), one VPMADDWD to int32 (lane i = row i's block dot), the -8
-// offset as -8 * sum(a) carried by the activation block, then one convert, one scale product and one FMA per
-// eight rows: about 20 operations per token and 256 weights, where the file layout's kernel spends ~13 per
-// row and 32 weights (and decode on it was instruction-bound: BENCHMARKS.md).
-template <int T>
-void group_q4r8(int64_t nb, const BlockQ4_0R8* wb, const uint8_t* a, size_t as, float* y, int64_t ldy) {
+// ---- Q4_0 and Q5_0, eight rows interleaved (BlockQ4_0R8 / BlockQ5_0R8, tensor/repack.h) ----------------
+// Per block, four loads give eight registers of 4-element quads, 32-bit lane i = row i (levels 0..15; Q5_0
+// adds 16 where a 32-bit mask per register has the fifth bit). Per token: eight VPMADDUBSW against the
+// activation's quads broadcast, summed in int16 (Q4_0: at most 8 x 2 x 15 x 127 = 30,480; Q5_0 in two
+// halves of four, 31,496 each: no saturation), VPMADDWD to int32 (lane i = row i's block dot), the offset
+// (-8 or -16 times sum(a)) carried by the activation block, then one convert, one scale product and one FMA
+// per eight rows: about 20 operations per token and 256 weights, where the file layout's kernel spends
+// ~13-16 per row and 32 weights (and decode on it was instruction-bound: BENCHMARKS.md).
+struct Q4R8 {
+    using Block = BlockQ4_0R8;
+    static constexpr int kOfsShift = 4;    // -8 * sum(a) = (-128 * sum(a)) >> 4, exactly
+    static constexpr bool kHalves = false;  // int16 sums of all eight quads fit
+    static void load(const Block& b, __m256i (&w)[8]) { load_nibbles(b.qs, w); }
+    static void load_nibbles(const uint8_t* qs, __m256i (&w)[8]) {
+        const __m256i m4 = _mm256_set1_epi8(0x0f);
+        for (int k = 0; k < 4; ++k) {
+            const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * k));
+            w[k] = _mm256_and_si256(v, m4);
+            w[k + 4] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+        }
+    }
+};
+
+struct Q5R8 {
+    using Block = BlockQ5_0R8;
+    static constexpr int kOfsShift = 3;   // -16 * sum(a)
+    static constexpr bool kHalves = true;
+    static void load(const Block& b, __m256i (&w)[8]) {
+        Q4R8::load_nibbles(b.qs, w);
+        // Byte j of register k takes bit j of its mask: spread the mask's bytes, test one bit per byte.
+        const __m256i spread = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0);
+        const __m256i bit = _mm256_set1_epi64x(int64_t(0x8040201008040201));
+        const __m256i sixteen = _mm256_set1_epi8(0x10);
+        for (int k = 0; k < 8; ++k) {
+            const __m256i m = _mm256_shuffle_epi8(_mm256_set1_epi32(int(b.qh[k])), spread);
+            const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(m, bit), bit);
+            w[k] = _mm256_or_si256(w[k], _mm256_and_si256(set, sixteen));
+        }
+    }
+};
+
+template <typename W, int T>
+void group_r8(int64_t nb, const typename W::Block* wb, const uint8_t* a, size_t as, float* y, int64_t ldy) {
     const BlockQ8_0S* at[T];
     for (int t = 0; t < T; ++t) at[t] = reinterpret_cast<const BlockQ8_0S*>(a + size_t(t) * as);
     __m256 acc[T];
     for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
-    const __m256i m4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
+    const __m256i ones = _mm256_set1_epi16(1);
     for (int64_t b = 0; b < nb; ++b) {
         __m256i w[8];
-        for (int k = 0; k < 4; ++k) {
-            const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb[b].qs + 32 * k));
-            w[k] = _mm256_and_si256(v, m4);
-            w[k + 4] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-        }
+        W::load(wb[b], w);
         const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb[b].d)));
         for (int t = 0; t < T; ++t) {
             const BlockQ8_0S& ab = at[t][b];
@@ -358,30 +388,43 @@ void group_q4r8(int64_t nb, const BlockQ4_0R8* wb, const uint8_t* a, size_t as, 
                 std::memcpy(&q, ab.qs + 4 * k, 4);
                 return _mm256_maddubs_epi16(w[k], _mm256_set1_epi32(q));
             };
-            __m256i s16 = quad(0);
-            for (int k = 1; k < 8; ++k) s16 = _mm256_add_epi16(s16, quad(k));
-            const __m256i isum = _mm256_add_epi32(_mm256_madd_epi16(s16, ones), _mm256_set1_epi32(ab.ofs >> 4));
+            __m256i isum;
+            if constexpr (W::kHalves) {
+                __m256i lo = quad(0), hi = quad(4);
+                for (int k = 1; k < 4; ++k) {
+                    lo = _mm256_add_epi16(lo, quad(k));
+                    hi = _mm256_add_epi16(hi, quad(k + 4));
+                }
+                isum = _mm256_add_epi32(_mm256_madd_epi16(lo, ones), _mm256_madd_epi16(hi, ones));
+            } else {
+                __m256i s16 = quad(0);
+                for (int k = 1; k < 8; ++k) s16 = _mm256_add_epi16(s16, quad(k));
+                isum = _mm256_madd_epi16(s16, ones);
+            }
+            isum = _mm256_add_epi32(isum, _mm256_set1_epi32(ab.ofs >> W::kOfsShift));
             acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(d, _mm256_set1_ps(ab.d)), acc[t]);
         }
     }
     for (int t = 0; t < T; ++t) _mm256_storeu_ps(y + t * ldy, acc[t]);
 }
 
-// A tile of Q4_0_R8 rows (nr a multiple of 8): each group of eight rows against the tokens, at most
-// kMaxR8Tokens at a time (the eight weight registers and the accumulators share the sixteen ymm registers).
+// A tile of eight-row groups (nr a multiple of 8): each group against the tokens, at most kMaxR8Tokens at a
+// time (the eight weight registers and the accumulators share the sixteen ymm registers).
 constexpr int kMaxR8Tokens = 3;
-void tile_q4_0r8(int64_t cols, const void* w, size_t ws, int nr, const void* a, size_t as, int nt, float* y, int64_t ldy) {
+template <typename W>
+void tile_r8(int64_t cols, const void* w, size_t ws, int nr, const void* a, size_t as, int nt, float* y, int64_t ldy) {
+    using B = typename W::Block;
     const int64_t nb = cols / QK;
     const auto* ab = static_cast<const uint8_t*>(a);
     for (int g = 0; g < nr / kR8Rows; ++g) {
-        const auto* wb = reinterpret_cast<const BlockQ4_0R8*>(static_cast<const uint8_t*>(w) + size_t(g) * kR8Rows * ws);
+        const auto* wb = reinterpret_cast<const B*>(static_cast<const uint8_t*>(w) + size_t(g) * kR8Rows * ws);
         for (int t = 0; t < nt;) {
             const int n = std::min(kMaxR8Tokens, nt - t);
             const uint8_t* at = ab + size_t(t) * as;
             float* yt = y + t * ldy + kR8Rows * g;
-            if (n == 3) group_q4r8<3>(nb, wb, at, as, yt, ldy);
-            else if (n == 2) group_q4r8<2>(nb, wb, at, as, yt, ldy);
-            else group_q4r8<1>(nb, wb, at, as, yt, ldy);
+            if (n == 3) group_r8<W, 3>(nb, wb, at, as, yt, ldy);
+            else if (n == 2) group_r8<W, 2>(nb, wb, at, as, yt, ldy);
+            else group_r8<W, 1>(nb, wb, at, as, yt, ldy);
             t += n;
         }
     }
@@ -457,9 +500,12 @@ void fill_avx2(KernelSet& k) {
     k.tile[id(DType::Q6_K)] = tile_k<BlockQ6_K, unpack_q6_k_avx2>;
     k.quantize_q8_0 = quantize_q8_0_avx2;
     k.quantize_q8_k = quantize_q8_k_avx2;
-    k.tile[id(DType::Q4_0_R8)] = tile_q4_0r8;
-    k.stream_tokens[id(DType::Q4_0_R8)] = 255;  // every token count: tiles of kDecodeRows rows (two groups)
+    k.tile[id(DType::Q4_0_R8)] = tile_r8<Q4R8>;
+    k.tile[id(DType::Q5_0_R8)] = tile_r8<Q5R8>;
+    for (DType t : {DType::Q4_0_R8, DType::Q5_0_R8})
+        k.stream_tokens[id(t)] = 255;  // every token count: tiles of kDecodeRows rows (two groups)
     k.repack[id(DType::Q4_0)] = DType::Q4_0_R8;
+    k.repack[id(DType::Q5_0)] = DType::Q5_0_R8;
 }
 
 }  // namespace flint::detail

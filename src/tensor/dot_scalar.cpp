@@ -132,42 +132,25 @@ float dot_q8_0r16(int64_t cols, const BlockQ8_0R16* w, int i, const BlockQ8_0S* 
     return sum;
 }
 
-float dot_q4_0r16(int64_t cols, const BlockQ4_0R16* w, int i, const BlockQ8_0S* a) {
-    float sum = 0;
-    for (int64_t b = 0; b < cols / QK; ++b) {
-        int isum = 0;
-        for (int j = 0; j < QK / 2; ++j) {
-            const uint8_t q = w[b].qs[64 * (j / 4) + 4 * i + j % 4];
-            isum += ((q & 0xf) - 8) * a[b].qs[j] + ((q >> 4) - 8) * a[b].qs[j + QK / 2];
-        }
-        sum += fp16_to_fp32(w[b].d[i]) * a[b].d * float(isum);
-    }
-    return sum;
-}
+// Row i's fifth bit of element e in a repacked Q5_0 block (sixteen rows: byte masks; eight: a 32-bit one).
+int fifth_bit(const BlockQ5_0R16& b, int i, int e) { return q5r16_high_bit(b, i, e); }
+int fifth_bit(const BlockQ5_0R8& b, int i, int e) { return int((b.qh[e / 4] >> (4 * i + e % 4)) & 1); }
 
-float dot_q5_0r16(int64_t cols, const BlockQ5_0R16* w, int i, const BlockQ8_0S* a) {
+// Q4_0 / Q5_0 in G-row groups (16: the AVX-512 layouts, 8: AVX2's): quads 4 G bytes apart.
+template <typename B, int G, bool kFifthBit>
+float dot_q45_0_rows(int64_t cols, const B* w, int i, const BlockQ8_0S* a) {
+    constexpr int kOffset = kFifthBit ? 16 : 8;
     float sum = 0;
     for (int64_t b = 0; b < cols / QK; ++b) {
         int isum = 0;
         for (int j = 0; j < QK / 2; ++j) {
-            const uint8_t q = w[b].qs[64 * (j / 4) + 4 * i + j % 4];
-            const int lo = ((q & 0xf) | (q5r16_high_bit(w[b], i, j) << 4)) - 16;
-            const int hi = ((q >> 4) | (q5r16_high_bit(w[b], i, j + QK / 2) << 4)) - 16;
-            isum += lo * a[b].qs[j] + hi * a[b].qs[j + QK / 2];
-        }
-        sum += fp16_to_fp32(w[b].d[i]) * a[b].d * float(isum);
-    }
-    return sum;
-}
-
-// Eight rows' layout for the AVX2 kernels: Q4_0_R16's arithmetic, quads 32 bytes apart.
-float dot_q4_0r8(int64_t cols, const BlockQ4_0R8* w, int i, const BlockQ8_0S* a) {
-    float sum = 0;
-    for (int64_t b = 0; b < cols / QK; ++b) {
-        int isum = 0;
-        for (int j = 0; j < QK / 2; ++j) {
-            const uint8_t q = w[b].qs[32 * (j / 4) + 4 * i + j % 4];
-            isum += ((q & 0xf) - 8) * a[b].qs[j] + ((q >> 4) - 8) * a[b].qs[j + QK / 2];
+            const uint8_t q = w[b].qs[4 * G * (j / 4) + 4 * i + j % 4];
+            int lo = q & 0xf, hi = q >> 4;
+            if constexpr (kFifthBit) {
+                lo |= fifth_bit(w[b], i, j) << 4;
+                hi |= fifth_bit(w[b], i, j + QK / 2) << 4;
+            }
+            isum += (lo - kOffset) * a[b].qs[j] + (hi - kOffset) * a[b].qs[j + QK / 2];
         }
         sum += fp16_to_fp32(w[b].d[i]) * a[b].d * float(isum);
     }
@@ -205,7 +188,8 @@ DType activation_type(DType w) {
         case DType::Q4_K: case DType::Q5_K: case DType::Q6_K: case DType::Q4_K_R16: case DType::Q5_K_R16:
         case DType::Q6_K_R16:
             return DType::Q8_K;
-        case DType::Q8_0_R16: case DType::Q4_0_R16: case DType::Q5_0_R16: case DType::Q4_0_R8: return DType::Q8_0_S;
+        case DType::Q8_0_R16: case DType::Q4_0_R16: case DType::Q5_0_R16: case DType::Q4_0_R8: case DType::Q5_0_R8:
+            return DType::Q8_0_S;
         default: return DType::F32;
     }
 }
@@ -221,9 +205,10 @@ void fill_scalar(KernelSet& k) {
     k.tile[id(DType::Q5_K)] = tile_scalar<BlockQ5_K, BlockQ8_K, dot_q5_k>;
     k.tile[id(DType::Q6_K)] = tile_scalar<BlockQ6_K, BlockQ8_K, dot_q6_k>;
     k.tile[id(DType::Q8_0_R16)] = tile_scalar_r16<BlockQ8_0R16, BlockQ8_0S, dot_q8_0r16>;
-    k.tile[id(DType::Q4_0_R16)] = tile_scalar_r16<BlockQ4_0R16, BlockQ8_0S, dot_q4_0r16>;
-    k.tile[id(DType::Q5_0_R16)] = tile_scalar_r16<BlockQ5_0R16, BlockQ8_0S, dot_q5_0r16>;
-    k.tile[id(DType::Q4_0_R8)] = tile_scalar_r16<BlockQ4_0R8, BlockQ8_0S, dot_q4_0r8, kR8Rows>;
+    k.tile[id(DType::Q4_0_R16)] = tile_scalar_r16<BlockQ4_0R16, BlockQ8_0S, dot_q45_0_rows<BlockQ4_0R16, kR16Rows, false>>;
+    k.tile[id(DType::Q5_0_R16)] = tile_scalar_r16<BlockQ5_0R16, BlockQ8_0S, dot_q45_0_rows<BlockQ5_0R16, kR16Rows, true>>;
+    k.tile[id(DType::Q4_0_R8)] = tile_scalar_r16<BlockQ4_0R8, BlockQ8_0S, dot_q45_0_rows<BlockQ4_0R8, kR8Rows, false>, kR8Rows>;
+    k.tile[id(DType::Q5_0_R8)] = tile_scalar_r16<BlockQ5_0R8, BlockQ8_0S, dot_q45_0_rows<BlockQ5_0R8, kR8Rows, true>, kR8Rows>;
     k.tile[id(DType::Q4_K_R16)] = tile_scalar_r16<BlockQ4_KR16, BlockQ8_K, dot_kr16<BlockQ4_KR16, BlockQ4_K, q4kr16_row, dot_q4_k>>;
     k.tile[id(DType::Q5_K_R16)] = tile_scalar_r16<BlockQ5_KR16, BlockQ8_K, dot_kr16<BlockQ5_KR16, BlockQ5_K, q5kr16_row, dot_q5_k>>;
     k.tile[id(DType::Q6_K_R16)] = tile_scalar_r16<BlockQ6_KR16, BlockQ8_K, dot_kr16<BlockQ6_KR16, BlockQ6_K, q6kr16_row, dot_q6_k>>;

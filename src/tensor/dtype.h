@@ -39,6 +39,7 @@ enum class DType : uint32_t {
     Q6_K_R16 = 105,  // Q6_K rows repacked sixteen at a time (BlockQ6_KR16)
     Q5_K_R16 = 106,  // Q5_K rows repacked sixteen at a time (BlockQ5_KR16)
     Q4_0_R8 = 107,   // Q4_0 rows repacked eight at a time for the AVX2 kernels (BlockQ4_0R8)
+    Q5_0_R8 = 108,   // Q5_0 rows repacked eight at a time for the AVX2 kernels (BlockQ5_0R8)
 };
 // Every id is below this (the kernel tables are indexed by id up to it).
 constexpr uint32_t kMaxDTypeId = 128;

@@ -46,6 +46,9 @@ inline int q5r16_high_bit(const BlockQ5_0R16& b, int i, int e) {
 // 16 + 4k + c), then the eight rows' scales.
 constexpr int kR8Rows = 8;
 struct BlockQ4_0R8 { uint8_t qs[kR8Rows * QK / 2]; uint16_t d[kR8Rows]; };
+// Q5_0 likewise, Q4_0_R8's nibbles plus per register k (elements 4k + c, k = 0..7) a 32-bit mask whose bit
+// 4 i + c is row i's fifth bit of that element.
+struct BlockQ5_0R8 { uint8_t qs[kR8Rows * QK / 2]; uint32_t qh[8]; uint16_t d[kR8Rows]; };
 // Row i's nibble of sub-block element e (0..31) in a Q4_K_R16 / Q5_K_R16 sub-block's 256 nibble bytes.
 inline uint8_t kr16_nibble(const uint8_t* nib, int i, int e) {
     const uint8_t q = nib[64 * ((e % 16) / 4) + 4 * i + e % 4];
@@ -126,7 +129,7 @@ inline BlockQ6_K q6kr16_row(const BlockQ6_KR16& b, int i) {
 struct BlockQ8_0S { int8_t qs[QK]; float d; int32_t ofs; };
 static_assert(sizeof(BlockQ8_0R16) == 16 * 34 && sizeof(BlockQ4_0R16) == 16 * 18 && sizeof(BlockQ5_0R16) == 16 * 22 &&
               sizeof(BlockQ4_KR16) == 16 * 144 && sizeof(BlockQ6_KR16) == 16 * 210 &&
-              sizeof(BlockQ5_KR16) == 16 * 176 && sizeof(BlockQ4_0R8) == 8 * 18 && sizeof(BlockQ8_0S) == 40);
+              sizeof(BlockQ5_KR16) == 16 * 176 && sizeof(BlockQ4_0R8) == 8 * 18 && sizeof(BlockQ5_0R8) == 8 * 22 && sizeof(BlockQ8_0S) == 40);
 static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ5_0) == 22 && sizeof(BlockQ8_0) == 34);
 static_assert(sizeof(BlockQ4_K) == 144 && sizeof(BlockQ5_K) == 176 && sizeof(BlockQ6_K) == 210);
 static_assert(sizeof(BlockQ8_K) == 292);

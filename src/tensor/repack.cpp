@@ -23,21 +23,28 @@ void pack_q8_0(const BlockQ8_0* rows, int64_t nb, BlockQ8_0R16* out) {
     }
 }
 
-void pack_q4_0(const BlockQ4_0* rows, int64_t nb, BlockQ4_0R16* out) {
+// Q4_0 in G-row groups (16 or 8): row i's byte j at quad j / 4, 4 G bytes per quad.
+template <typename B, int G>
+void pack_q4_0(const BlockQ4_0* rows, int64_t nb, B* out) {
     for (int64_t b = 0; b < nb; ++b) {
-        for (int i = 0; i < kR16Rows; ++i) {
+        for (int i = 0; i < G; ++i) {
             const BlockQ4_0& src = rows[i * nb + b];
-            for (int j = 0; j < QK / 2; ++j) out[b].qs[64 * (j / 4) + 4 * i + j % 4] = src.qs[j];
+            for (int j = 0; j < QK / 2; ++j) out[b].qs[4 * G * (j / 4) + 4 * i + j % 4] = src.qs[j];
             out[b].d[i] = src.d;
         }
     }
 }
 
-void pack_q4_0_r8(const BlockQ4_0* rows, int64_t nb, BlockQ4_0R8* out) {
+void pack_q5_0_r8(const BlockQ5_0* rows, int64_t nb, BlockQ5_0R8* out) {
     for (int64_t b = 0; b < nb; ++b) {
+        std::memset(out[b].qh, 0, sizeof(out[b].qh));
         for (int i = 0; i < kR8Rows; ++i) {
-            const BlockQ4_0& src = rows[i * nb + b];
+            const BlockQ5_0& src = rows[i * nb + b];
             for (int j = 0; j < QK / 2; ++j) out[b].qs[32 * (j / 4) + 4 * i + j % 4] = src.qs[j];
+            uint32_t qh;
+            std::memcpy(&qh, src.qh, 4);
+            for (int e = 0; e < QK; ++e)  // element e's fifth bit: register e / 4, bit 4i + e % 4
+                if ((qh >> e) & 1) out[b].qh[e / 4] |= 1u << (4 * i + e % 4);
             out[b].d[i] = src.d;
         }
     }
@@ -149,7 +156,7 @@ int interleaved_rows(DType t) {
     return t == DType::Q8_0_R16 || t == DType::Q4_0_R16 || t == DType::Q5_0_R16 || t == DType::Q4_K_R16 ||
                    t == DType::Q6_K_R16 || t == DType::Q5_K_R16
                ? kR16Rows
-               : t == DType::Q4_0_R8 ? kR8Rows
+               : t == DType::Q4_0_R8 || t == DType::Q5_0_R8 ? kR8Rows
                                      : 1;
 }
 
@@ -161,7 +168,8 @@ void repack_rows(DType from, DType to, void* data, int64_t rows, int64_t cols) {
     const bool q6k = from == DType::Q6_K && to == DType::Q6_K_R16;
     const bool q5k = from == DType::Q5_K && to == DType::Q5_K_R16;
     const bool q4r8 = from == DType::Q4_0 && to == DType::Q4_0_R8;
-    if (!q8 && !q4 && !q5 && !q4k && !q6k && !q5k && !q4r8) fail("repack: no layout ", dtype_name(to), " for ", dtype_name(from));
+    const bool q5r8 = from == DType::Q5_0 && to == DType::Q5_0_R8;
+    if (!q8 && !q4 && !q5 && !q4k && !q6k && !q5k && !q4r8 && !q5r8) fail("repack: no layout ", dtype_name(to), " for ", dtype_name(from));
     const int64_t block = traits(from).block_elems;
     const int g_rows = interleaved_rows(to);
     if (rows % g_rows != 0 || cols % block != 0)
@@ -175,11 +183,12 @@ void repack_rows(DType from, DType to, void* data, int64_t rows, int64_t cols) {
             uint8_t* p = base + size_t(g) * group_bytes;
             std::memcpy(tmp.data(), p, group_bytes);
             if (q8) pack_q8_0(reinterpret_cast<const BlockQ8_0*>(tmp.data()), nb, reinterpret_cast<BlockQ8_0R16*>(p));
-            else if (q4) pack_q4_0(reinterpret_cast<const BlockQ4_0*>(tmp.data()), nb, reinterpret_cast<BlockQ4_0R16*>(p));
+            else if (q4) pack_q4_0<BlockQ4_0R16, kR16Rows>(reinterpret_cast<const BlockQ4_0*>(tmp.data()), nb, reinterpret_cast<BlockQ4_0R16*>(p));
             else if (q4k) pack_q4_k(reinterpret_cast<const BlockQ4_K*>(tmp.data()), nb, reinterpret_cast<BlockQ4_KR16*>(p));
             else if (q6k) pack_q6_k(reinterpret_cast<const BlockQ6_K*>(tmp.data()), nb, reinterpret_cast<BlockQ6_KR16*>(p));
             else if (q5k) pack_q5_k(reinterpret_cast<const BlockQ5_K*>(tmp.data()), nb, reinterpret_cast<BlockQ5_KR16*>(p));
-            else if (q4r8) pack_q4_0_r8(reinterpret_cast<const BlockQ4_0*>(tmp.data()), nb, reinterpret_cast<BlockQ4_0R8*>(p));
+            else if (q4r8) pack_q4_0<BlockQ4_0R8, kR8Rows>(reinterpret_cast<const BlockQ4_0*>(tmp.data()), nb, reinterpret_cast<BlockQ4_0R8*>(p));
+            else if (q5r8) pack_q5_0_r8(reinterpret_cast<const BlockQ5_0*>(tmp.data()), nb, reinterpret_cast<BlockQ5_0R8*>(p));
             else pack_q5_0(reinterpret_cast<const BlockQ5_0*>(tmp.data()), nb, reinterpret_cast<BlockQ5_0R16*>(p));
         }
     };
@@ -228,6 +237,14 @@ void dequantize_matrix_row(DType t, const void* data, int64_t row, int64_t cols,
                 const uint8_t q = qs[4 * g_rows * (j / 4) + 4 * i + j % 4];
                 y[j] = d * float((q & 0xf) - 8);
                 y[QK / 2 + j] = d * float((q >> 4) - 8);
+            }
+        } else if (t == DType::Q5_0_R8) {
+            const auto& blk = reinterpret_cast<const BlockQ5_0R8*>(group)[b];
+            const float d = fp16_to_fp32(blk.d[i]);
+            for (int e = 0; e < QK; ++e) {
+                const uint8_t q = blk.qs[32 * ((e % 16) / 4) + 4 * i + e % 4];
+                const int fifth = (blk.qh[e / 4] >> (4 * i + e % 4)) & 1;
+                y[e] = d * float(((e < 16 ? q & 0xf : q >> 4) | (fifth << 4)) - 16);
             }
         } else {
             const auto& blk = reinterpret_cast<const BlockQ5_0R16*>(group)[b];

@@ -8,8 +8,8 @@
 // quads give sixteen whole block dots, the levels are already unsigned, the sixteen scales are one load,
 // and the f32 work (convert, scale product, FMA) is done once per sixteen rows instead of per row.
 // Same bytes per row as the file (so a matrix is rewritten in place), same integer block dots and f32
-// scale products, in the same order, as the scalar reference on the file's layout. AVX2 CPUs get Q4_0_R8:
-// eight rows to a 256-bit register, one VPMADDUBSW per quad for the eight (dot_avx2.cpp).
+// scale products, in the same order, as the scalar reference on the file's layout. AVX2 CPUs get Q4_0_R8 and
+// Q5_0_R8: eight rows to a 256-bit register, one VPMADDUBSW per quad for the eight (dot_avx2.cpp).
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -23,10 +23,10 @@ namespace flint {
 std::optional<DType> repack_target(DType t, int64_t rows, int64_t cols);
 
 // Rewrites `rows` rows of type `from` (Q8_0, Q4_0, Q5_0, Q4_K, Q5_K or Q6_K) in place as `to` (the matching
-// _R16 layout, or Q4_0_R8; rows a multiple of interleaved_rows(to)); the bytes used stay the same.
+// _R16 or _R8 layout; rows a multiple of interleaved_rows(to)); the bytes used stay the same.
 void repack_rows(DType from, DType to, void* data, int64_t rows, int64_t cols);
 
-// Rows the layout t interleaves (kR16Rows for the _R16 layouts, kR8Rows for Q4_0_R8, else 1): a matrix's
+// Rows the layout t interleaves (kR16Rows for the _R16 layouts, kR8Rows for the _R8 ones, else 1): a matrix's
 // row count is a multiple of it, and kernel tiles start at and span multiples of it.
 int interleaved_rows(DType t);
 

@@ -117,33 +117,36 @@ TEST(QuantizedGreedy, RepackedWeightsGiveTheFileLayoutsLogits) {
     }
 }
 
-// On an AVX2 CPU (forced here) Q4_0 matrices are repacked eight rows at a time (Q4_0_R8) instead: the same
-// logits as the file's layout within the kernels' rounding, the same greedy text.
-TEST(QuantizedGreedy, EightRowQ4_0GivesTheFileLayoutsLogits) {
+// On an AVX2 CPU (forced here) Q4_0 and Q5_0 matrices are repacked eight rows at a time (Q4_0_R8,
+// Q5_0_R8) instead: the same logits as the file's layout within the kernels' rounding, the same greedy text.
+TEST(QuantizedGreedy, EightRowLayoutsGiveTheFileLayoutsLogits) {
     FLINT_REQUIRE_SHARED("models/stories260K.gguf");
     if (best_isa() == Isa::Scalar) GTEST_SKIP() << "this CPU has no AVX2";
     const std::string src = shared_path("models/stories260K.gguf");
-    const std::string out = ::testing::TempDir() + "/stories260K-r8-q4_0.gguf";
-    gguf::QuantizeOptions o;
-    o.target = DType::Q4_0;
-    o.threads = 1;
-    gguf::quantize_file(src, out, o);
     const Isa best = active_isa();
-    set_isa(Isa::AVX2);
-    auto mapped = Model::load(out, Residency::Map);
-    auto packed = Model::load(out, Residency::HugePages);
-    EXPECT_GT(packed->repacked, 0);
-    EXPECT_EQ(packed->weights.layers[0].wq.type, DType::Q4_0_R8);
-    auto tok = Tokenizer::from_gguf(*mapped->file);
-    auto p = tok->encode("Once upon a time, there was a little girl named Lily.", true, false);
-    auto la = Runner(mapped, 128).run(p, 0, Logits::All), lb = Runner(packed, 128).run(p, 0, Logits::All);
-    float worst = 0;
-    for (size_t i = 0; i < la.size(); ++i) worst = std::max(worst, std::fabs(la[i] - lb[i]));
-    std::printf("stories260K q4_0: eight-row layout vs file layout (AVX2), max |logit difference| %.2e\n", worst);
-    EXPECT_LT(worst, 1e-3f);
-    EXPECT_EQ(greedy(mapped, p, 40), greedy(packed, p, 40));
-    set_isa(best);
-    std::filesystem::remove(out);
+    for (auto [type, packed_type] : {std::pair{DType::Q4_0, DType::Q4_0_R8}, std::pair{DType::Q5_0, DType::Q5_0_R8}}) {
+        const std::string out = ::testing::TempDir() + "/stories260K-r8-" + std::string(dtype_name(type)) + ".gguf";
+        gguf::QuantizeOptions o;
+        o.target = type;
+        o.threads = 1;
+        gguf::quantize_file(src, out, o);
+        set_isa(Isa::AVX2);
+        auto mapped = Model::load(out, Residency::Map);
+        auto packed = Model::load(out, Residency::HugePages);
+        EXPECT_GT(packed->repacked, 0);
+        EXPECT_EQ(packed->weights.layers[0].wq.type, packed_type);
+        auto tok = Tokenizer::from_gguf(*mapped->file);
+        auto p = tok->encode("Once upon a time, there was a little girl named Lily.", true, false);
+        auto la = Runner(mapped, 128).run(p, 0, Logits::All), lb = Runner(packed, 128).run(p, 0, Logits::All);
+        float worst = 0;
+        for (size_t i = 0; i < la.size(); ++i) worst = std::max(worst, std::fabs(la[i] - lb[i]));
+        std::printf("stories260K %s: eight-row layout vs file layout (AVX2), max |logit difference| %.2e\n",
+                    std::string(dtype_name(type)).c_str(), worst);
+        EXPECT_LT(worst, 1e-3f) << dtype_name(type);
+        EXPECT_EQ(greedy(mapped, p, 40), greedy(packed, p, 40)) << dtype_name(type);
+        set_isa(best);
+        std::filesystem::remove(out);
+    }
 }
 
 // K-quant blocks are 256 wide, wider than stories260K's rows, so a random model of a small qwen2 shape with

@@ -24,6 +24,7 @@ const Pair kPairs[] = {{DType::Q8_0, DType::Q8_0_R16},
                        {DType::Q4_0, DType::Q4_0_R16},
                        {DType::Q5_0, DType::Q5_0_R16},
                        {DType::Q4_0, DType::Q4_0_R8},
+                       {DType::Q5_0, DType::Q5_0_R8},
                        {DType::Q4_K, DType::Q4_K_R16},
                        {DType::Q5_K, DType::Q5_K_R16},
                        {DType::Q6_K, DType::Q6_K_R16}};
@@ -139,8 +140,9 @@ TEST(Repack, TargetOnlyWhereTheKernelsHaveAFasterLayout) {
     set_isa(Isa::Scalar);
     EXPECT_FALSE(repack_target(DType::Q8_0, 64, 64));  // the scalar kernels read the file's layout
     if (best_isa() != Isa::Scalar) {
-        set_isa(Isa::AVX2);  // eight-row groups for 256-bit registers, Q4_0 only
+        set_isa(Isa::AVX2);  // eight-row groups for 256-bit registers, Q4_0 and Q5_0
         EXPECT_EQ(std::optional(DType::Q4_0_R8), repack_target(DType::Q4_0, 24, 64));
+        EXPECT_EQ(std::optional(DType::Q5_0_R8), repack_target(DType::Q5_0, 24, 64));
         EXPECT_FALSE(repack_target(DType::Q4_0, 20, 64));
         EXPECT_FALSE(repack_target(DType::Q8_0, 64, 64));
     }

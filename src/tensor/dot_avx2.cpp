@@ -430,6 +430,77 @@ void tile_r8(int64_t cols, const void* w, size_t ws, int nr, const void* a, size
     }
 }
 
+// ---- Q4_K, eight rows interleaved (BlockQ4_KR8) -------------------------------------------------------
+// Per 32-element sub-block j: Q4_0_R8's eight VPMADDUBSW per token give the eight rows' integer dots (levels
+// 0..15, no offset), VPMULLD applies the rows' 6-bit scales and the sub-blocks add up exactly in int32, as
+// the file's scalar reference sums; the mins meet the activation's 32-element sums (from Q8_K's bsums) the
+// same way. One convert pair and two FMAs per token and super-block. The rows' scales and mins are unpacked
+// from their three packed words once per super-block, four per 32-bit lane, as k4_scales_mins does.
+template <int T>
+void group_q4kr8(int64_t nb, const BlockQ4_KR8* wb, const uint8_t* a, size_t as, float* y, int64_t ldy) {
+    const BlockQ8_K* at[T];
+    for (int t = 0; t < T; ++t) at[t] = reinterpret_cast<const BlockQ8_K*>(a + size_t(t) * as);
+    __m256 acc[T];
+    for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+    const __m256i ones = _mm256_set1_epi16(1), lo8 = _mm256_set1_epi32(0xff);
+    const __m256i lo6 = _mm256_set1_epi32(0x3f3f3f3f), lo4 = _mm256_set1_epi32(0x0f0f0f0f), lo2 = _mm256_set1_epi32(0x03030303);
+    for (int64_t b = 0; b < nb; ++b) {
+        const BlockQ4_KR8& B = wb[b];
+        const __m256i w0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(B.sc[0]));
+        const __m256i w1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(B.sc[1]));
+        const __m256i w2 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(B.sc[2]));
+        const __m256i sc[2] = {_mm256_and_si256(w0, lo6),
+                               _mm256_or_si256(_mm256_and_si256(w2, lo4),
+                                               _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(w0, 6), lo2), 4))};
+        const __m256i mn[2] = {_mm256_and_si256(w1, lo6),
+                               _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(w2, 4), lo4),
+                                               _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(w1, 6), lo2), 4))};
+        __m256i qsum[T], msum[T];
+        for (int t = 0; t < T; ++t) qsum[t] = msum[t] = _mm256_setzero_si256();
+        for (int j = 0; j < 8; ++j) {
+            __m256i w[8];
+            Q4R8::load_nibbles(B.qs[j], w);
+            const int sh = 8 * (j % 4);
+            const __m256i scj = _mm256_and_si256(_mm256_srli_epi32(sc[j / 4], sh), lo8);
+            const __m256i mj = _mm256_and_si256(_mm256_srli_epi32(mn[j / 4], sh), lo8);
+            for (int t = 0; t < T; ++t) {
+                const int8_t* aq = at[t][b].qs + 32 * j;
+                auto quad = [&](int k) {
+                    int32_t q;
+                    std::memcpy(&q, aq + 4 * k, 4);
+                    return _mm256_maddubs_epi16(w[k], _mm256_set1_epi32(q));
+                };
+                __m256i s16 = quad(0);
+                for (int k = 1; k < 8; ++k) s16 = _mm256_add_epi16(s16, quad(k));
+                qsum[t] = _mm256_add_epi32(qsum[t], _mm256_mullo_epi32(_mm256_madd_epi16(s16, ones), scj));
+                const int asum = at[t][b].bsums[2 * j] + at[t][b].bsums[2 * j + 1];
+                msum[t] = _mm256_add_epi32(msum[t], _mm256_mullo_epi32(mj, _mm256_set1_epi32(asum)));
+            }
+        }
+        const __m256 dr = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(B.d)));
+        const __m256 dmr = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(B.dmin)));
+        for (int t = 0; t < T; ++t) {
+            const __m256 v = _mm256_fnmadd_ps(dmr, _mm256_cvtepi32_ps(msum[t]), _mm256_mul_ps(dr, _mm256_cvtepi32_ps(qsum[t])));
+            acc[t] = _mm256_fmadd_ps(v, _mm256_set1_ps(at[t][b].d), acc[t]);
+        }
+    }
+    for (int t = 0; t < T; ++t) _mm256_storeu_ps(y + t * ldy, acc[t]);
+}
+
+void tile_q4kr8(int64_t cols, const void* w, size_t ws, int nr, const void* a, size_t as, int nt, float* y, int64_t ldy) {
+    const int64_t nb = cols / QK_K;
+    const auto* ab = static_cast<const uint8_t*>(a);
+    for (int g = 0; g < nr / kR8Rows; ++g) {
+        const auto* wb = reinterpret_cast<const BlockQ4_KR8*>(static_cast<const uint8_t*>(w) + size_t(g) * kR8Rows * ws);
+        for (int t = 0; t < nt;) {
+            const int n = std::min(2, nt - t);
+            if (n == 2) group_q4kr8<2>(nb, wb, ab + size_t(t) * as, as, y + t * ldy + kR8Rows * g, ldy);
+            else group_q4kr8<1>(nb, wb, ab + size_t(t) * as, as, y + t * ldy + kR8Rows * g, ldy);
+            t += n;
+        }
+    }
+}
+
 // ---- activation quantizers (bit-identical to the scalar ones: same scale, same rounding) ----------
 
 __m256i pack_to_i8(__m256 v0, __m256 v1, __m256 v2, __m256 v3) {
@@ -506,6 +577,9 @@ void fill_avx2(KernelSet& k) {
         k.stream_tokens[id(t)] = 255;  // every token count: tiles of kDecodeRows rows (two groups)
     k.repack[id(DType::Q4_0)] = DType::Q4_0_R8;
     k.repack[id(DType::Q5_0)] = DType::Q5_0_R8;
+    k.tile[id(DType::Q4_K_R8)] = tile_q4kr8;
+    k.stream_tokens[id(DType::Q4_K_R8)] = 255;
+    k.repack[id(DType::Q4_K)] = DType::Q4_K_R8;
 }
 
 }  // namespace flint::detail

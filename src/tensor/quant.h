@@ -49,29 +49,37 @@ struct BlockQ4_0R8 { uint8_t qs[kR8Rows * QK / 2]; uint16_t d[kR8Rows]; };
 // Q5_0 likewise, Q4_0_R8's nibbles plus per register k (elements 4k + c, k = 0..7) a 32-bit mask whose bit
 // 4 i + c is row i's fifth bit of that element.
 struct BlockQ5_0R8 { uint8_t qs[kR8Rows * QK / 2]; uint32_t qh[8]; uint16_t d[kR8Rows]; };
-// Row i's nibble of sub-block element e (0..31) in a Q4_K_R16 / Q5_K_R16 sub-block's 256 nibble bytes.
+// Row i's nibble of sub-block element e (0..31) in a Q4_K_R16 / Q5_K_R16 sub-block's 256 nibble bytes (or,
+// with G = 8, a Q4_K_R8 sub-block's 128).
+template <int G = 16>
 inline uint8_t kr16_nibble(const uint8_t* nib, int i, int e) {
-    const uint8_t q = nib[64 * ((e % 16) / 4) + 4 * i + e % 4];
+    const uint8_t q = nib[4 * G * ((e % 16) / 4) + 4 * i + e % 4];
     return e < 16 ? (q & 0xf) : (q >> 4);
 }
 // Q4_K: super-block b of sixteen rows. Sub-block j (32 elements) as Q4_0_R16's nibbles: qs[j][64 k + 4 i + c]
 // holds row i's element 4k + c (low nibble) and 16 + 4k + c (high nibble), k = 0..3; then the rows' 12
 // scale bytes as three 32-bit words, word w of row i at sc[w][i]; then the rows' d and dmin.
 struct BlockQ4_KR16 { uint8_t qs[8][256]; uint32_t sc[3][kR16Rows]; uint16_t d[kR16Rows]; uint16_t dmin[kR16Rows]; };
-// Row i of a repacked Q4_K block, back in the file's layout.
-inline BlockQ4_K q4kr16_row(const BlockQ4_KR16& b, int i) {
+// Row i of a repacked Q4_K block (sixteen rows, or G = 8: BlockQ4_KR8 below), back in the file's layout.
+template <int G, typename B>
+inline BlockQ4_K q4k_group_row(const B& b, int i) {
     BlockQ4_K r{};
     r.d = b.d[i];
     r.dmin = b.dmin[i];
     for (int w = 0; w < 3; ++w) __builtin_memcpy(r.scales + 4 * w, &b.sc[w][i], 4);
     for (int j = 0; j < 8; ++j)      // file: sub-block j is the low (j even) or high (j odd) nibbles of
         for (int e = 0; e < 32; ++e) {  // qs[32 (j / 2) + e]
-            const uint8_t v = kr16_nibble(b.qs[j], i, e);
+            const uint8_t v = kr16_nibble<G>(b.qs[j], i, e);
             uint8_t& dst = r.qs[32 * (j / 2) + e];
             dst = j % 2 == 0 ? uint8_t((dst & 0xf0) | v) : uint8_t((dst & 0x0f) | (v << 4));
         }
     return r;
 }
+inline BlockQ4_K q4kr16_row(const BlockQ4_KR16& b, int i) { return q4k_group_row<16>(b, i); }
+// Q4_K for 256-bit registers (the AVX2 kernels): Q4_K_R16 with eight rows, sub-block j's nibbles as
+// Q4_0_R8's (qs[j][32 k + 4 i + c]), the scale words sc[w][i], then d and dmin.
+struct BlockQ4_KR8 { uint8_t qs[8][128]; uint32_t sc[3][kR8Rows]; uint16_t d[kR8Rows]; uint16_t dmin[kR8Rows]; };
+inline BlockQ4_K q4kr8_row(const BlockQ4_KR8& b, int i) { return q4k_group_row<kR8Rows>(b, i); }
 // Q5_K: Q4_K_R16's nibbles and scale words, each sub-block's fifth bits beside its nibbles as Q5_0_R16 has
 // them: s[j].qh[k] is a 64-bit mask whose bit 4 i + c is row i's fifth bit of sub-block element 4k + c
 // (the register k that load_nibbles makes from s[j].nib holds those elements).
@@ -129,7 +137,7 @@ inline BlockQ6_K q6kr16_row(const BlockQ6_KR16& b, int i) {
 struct BlockQ8_0S { int8_t qs[QK]; float d; int32_t ofs; };
 static_assert(sizeof(BlockQ8_0R16) == 16 * 34 && sizeof(BlockQ4_0R16) == 16 * 18 && sizeof(BlockQ5_0R16) == 16 * 22 &&
               sizeof(BlockQ4_KR16) == 16 * 144 && sizeof(BlockQ6_KR16) == 16 * 210 &&
-              sizeof(BlockQ5_KR16) == 16 * 176 && sizeof(BlockQ4_0R8) == 8 * 18 && sizeof(BlockQ5_0R8) == 8 * 22 && sizeof(BlockQ8_0S) == 40);
+              sizeof(BlockQ5_KR16) == 16 * 176 && sizeof(BlockQ4_0R8) == 8 * 18 && sizeof(BlockQ5_0R8) == 8 * 22 && sizeof(BlockQ4_KR8) == 8 * 144 && sizeof(BlockQ8_0S) == 40);
 static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ5_0) == 22 && sizeof(BlockQ8_0) == 34);
 static_assert(sizeof(BlockQ4_K) == 144 && sizeof(BlockQ5_K) == 176 && sizeof(BlockQ6_K) == 210);
 static_assert(sizeof(BlockQ8_K) == 292);

@@ -69,7 +69,7 @@ void pack_q5_0(const BlockQ5_0* rows, int64_t nb, BlockQ5_0R16* out) {
 
 // Row i of a Q4_K / Q5_K super-block into a sixteen-row block: its d, dmin and scale words, and each
 // sub-block j's nibbles (elements e and 16 + e share a byte, as Q4_0_R16's do) into nib(j).
-template <typename Src, typename Dst, typename Nib>
+template <int G = kR16Rows, typename Src, typename Dst, typename Nib>
 void pack_k4_row(const Src& src, int i, Dst& out, Nib nib) {
     out.d[i] = src.d;
     out.dmin[i] = src.dmin;
@@ -79,7 +79,7 @@ void pack_k4_row(const Src& src, int i, Dst& out, Nib nib) {
         const int shift = (j % 2) * 4;
         for (int e = 0; e < 16; ++e) {
             const uint8_t lo = (q[e] >> shift) & 0xf, hi = (q[e + 16] >> shift) & 0xf;
-            nib(j)[64 * (e / 4) + 4 * i + e % 4] = uint8_t(lo | (hi << 4));
+            nib(j)[4 * G * (e / 4) + 4 * i + e % 4] = uint8_t(lo | (hi << 4));
         }
     }
 }
@@ -87,6 +87,11 @@ void pack_k4_row(const Src& src, int i, Dst& out, Nib nib) {
 void pack_q4_k(const BlockQ4_K* rows, int64_t nb, BlockQ4_KR16* out) {
     for (int64_t b = 0; b < nb; ++b)
         for (int i = 0; i < kR16Rows; ++i) pack_k4_row(rows[i * nb + b], i, out[b], [&](int j) { return out[b].qs[j]; });
+}
+
+void pack_q4_k_r8(const BlockQ4_K* rows, int64_t nb, BlockQ4_KR8* out) {
+    for (int64_t b = 0; b < nb; ++b)
+        for (int i = 0; i < kR8Rows; ++i) pack_k4_row<kR8Rows>(rows[i * nb + b], i, out[b], [&](int j) { return out[b].qs[j]; });
 }
 
 void pack_q5_k(const BlockQ5_K* rows, int64_t nb, BlockQ5_KR16* out) {
@@ -156,7 +161,7 @@ int interleaved_rows(DType t) {
     return t == DType::Q8_0_R16 || t == DType::Q4_0_R16 || t == DType::Q5_0_R16 || t == DType::Q4_K_R16 ||
                    t == DType::Q6_K_R16 || t == DType::Q5_K_R16
                ? kR16Rows
-               : t == DType::Q4_0_R8 || t == DType::Q5_0_R8 ? kR8Rows
+               : t == DType::Q4_0_R8 || t == DType::Q5_0_R8 || t == DType::Q4_K_R8 ? kR8Rows
                                      : 1;
 }
 
@@ -169,7 +174,8 @@ void repack_rows(DType from, DType to, void* data, int64_t rows, int64_t cols) {
     const bool q5k = from == DType::Q5_K && to == DType::Q5_K_R16;
     const bool q4r8 = from == DType::Q4_0 && to == DType::Q4_0_R8;
     const bool q5r8 = from == DType::Q5_0 && to == DType::Q5_0_R8;
-    if (!q8 && !q4 && !q5 && !q4k && !q6k && !q5k && !q4r8 && !q5r8) fail("repack: no layout ", dtype_name(to), " for ", dtype_name(from));
+    const bool q4kr8 = from == DType::Q4_K && to == DType::Q4_K_R8;
+    if (!q8 && !q4 && !q5 && !q4k && !q6k && !q5k && !q4r8 && !q5r8 && !q4kr8) fail("repack: no layout ", dtype_name(to), " for ", dtype_name(from));
     const int64_t block = traits(from).block_elems;
     const int g_rows = interleaved_rows(to);
     if (rows % g_rows != 0 || cols % block != 0)
@@ -188,6 +194,7 @@ void repack_rows(DType from, DType to, void* data, int64_t rows, int64_t cols) {
             else if (q6k) pack_q6_k(reinterpret_cast<const BlockQ6_K*>(tmp.data()), nb, reinterpret_cast<BlockQ6_KR16*>(p));
             else if (q5k) pack_q5_k(reinterpret_cast<const BlockQ5_K*>(tmp.data()), nb, reinterpret_cast<BlockQ5_KR16*>(p));
             else if (q4r8) pack_q4_0<BlockQ4_0R8, kR8Rows>(reinterpret_cast<const BlockQ4_0*>(tmp.data()), nb, reinterpret_cast<BlockQ4_0R8*>(p));
+            else if (q4kr8) pack_q4_k_r8(reinterpret_cast<const BlockQ4_K*>(tmp.data()), nb, reinterpret_cast<BlockQ4_KR8*>(p));
             else if (q5r8) pack_q5_0_r8(reinterpret_cast<const BlockQ5_0*>(tmp.data()), nb, reinterpret_cast<BlockQ5_0R8*>(p));
             else pack_q5_0(reinterpret_cast<const BlockQ5_0*>(tmp.data()), nb, reinterpret_cast<BlockQ5_0R16*>(p));
         }
@@ -220,6 +227,7 @@ void dequantize_matrix_row(DType t, const void* data, int64_t row, int64_t cols,
     if (t == DType::Q4_K_R16) return dequantize_k_row<BlockQ4_KR16, q4kr16_row>(DType::Q4_K, group, i, cols, out);
     if (t == DType::Q6_K_R16) return dequantize_k_row<BlockQ6_KR16, q6kr16_row>(DType::Q6_K, group, i, cols, out);
     if (t == DType::Q5_K_R16) return dequantize_k_row<BlockQ5_KR16, q5kr16_row>(DType::Q5_K, group, i, cols, out);
+    if (t == DType::Q4_K_R8) return dequantize_k_row<BlockQ4_KR8, q4kr8_row>(DType::Q4_K, group, i, cols, out);
     const int64_t nb = cols / QK;
     for (int64_t b = 0; b < nb; ++b) {
         float* y = out + b * QK;

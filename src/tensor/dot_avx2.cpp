@@ -358,17 +358,45 @@ struct Q5R8 {
     static constexpr bool kHalves = true;
     static void load(const Block& b, __m256i (&w)[8]) {
         Q4R8::load_nibbles(b.qs, w);
-        // Byte j of register k takes bit j of its mask: spread the mask's bytes, test one bit per byte.
+        add_fifth_bits(b.qh, w);
+    }
+    // 16 added where the fifth bit is set: byte j of register k takes bit j of mask k (the mask's bytes
+    // spread with one shuffle, one bit tested per byte).
+    static void add_fifth_bits(const uint32_t (&qh)[8], __m256i (&w)[8]) {
         const __m256i spread = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0);
         const __m256i bit = _mm256_set1_epi64x(int64_t(0x8040201008040201));
         const __m256i sixteen = _mm256_set1_epi8(0x10);
         for (int k = 0; k < 8; ++k) {
-            const __m256i m = _mm256_shuffle_epi8(_mm256_set1_epi32(int(b.qh[k])), spread);
+            const __m256i m = _mm256_shuffle_epi8(_mm256_set1_epi32(int(qh[k])), spread);
             const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(m, bit), bit);
             w[k] = _mm256_or_si256(w[k], _mm256_and_si256(set, sixteen));
         }
     }
 };
+
+// The eight rows' block dots of one 32-element block against activation quads aq (int32 lane i = row i):
+// VPMADDUBSW per quad, summed in int16 (in two halves where the levels reach 31), VPMADDWD to int32.
+template <bool kHalves>
+inline __m256i quad_dots(const __m256i (&w)[8], const int8_t* aq) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    auto quad = [&](int k) {
+        int32_t q;
+        std::memcpy(&q, aq + 4 * k, 4);
+        return _mm256_maddubs_epi16(w[k], _mm256_set1_epi32(q));
+    };
+    if constexpr (kHalves) {
+        __m256i lo = quad(0), hi = quad(4);
+        for (int k = 1; k < 4; ++k) {
+            lo = _mm256_add_epi16(lo, quad(k));
+            hi = _mm256_add_epi16(hi, quad(k + 4));
+        }
+        return _mm256_add_epi32(_mm256_madd_epi16(lo, ones), _mm256_madd_epi16(hi, ones));
+    } else {
+        __m256i s16 = quad(0);
+        for (int k = 1; k < 8; ++k) s16 = _mm256_add_epi16(s16, quad(k));
+        return _mm256_madd_epi16(s16, ones);
+    }
+}
 
 template <typename W, int T>
 void group_r8(int64_t nb, const typename W::Block* wb, const uint8_t* a, size_t as, float* y, int64_t ldy) {
@@ -376,32 +404,13 @@ void group_r8(int64_t nb, const typename W::Block* wb, const uint8_t* a, size_t 
     for (int t = 0; t < T; ++t) at[t] = reinterpret_cast<const BlockQ8_0S*>(a + size_t(t) * as);
     __m256 acc[T];
     for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
-    const __m256i ones = _mm256_set1_epi16(1);
     for (int64_t b = 0; b < nb; ++b) {
         __m256i w[8];
         W::load(wb[b], w);
         const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb[b].d)));
         for (int t = 0; t < T; ++t) {
             const BlockQ8_0S& ab = at[t][b];
-            auto quad = [&](int k) {
-                int32_t q;
-                std::memcpy(&q, ab.qs + 4 * k, 4);
-                return _mm256_maddubs_epi16(w[k], _mm256_set1_epi32(q));
-            };
-            __m256i isum;
-            if constexpr (W::kHalves) {
-                __m256i lo = quad(0), hi = quad(4);
-                for (int k = 1; k < 4; ++k) {
-                    lo = _mm256_add_epi16(lo, quad(k));
-                    hi = _mm256_add_epi16(hi, quad(k + 4));
-                }
-                isum = _mm256_add_epi32(_mm256_madd_epi16(lo, ones), _mm256_madd_epi16(hi, ones));
-            } else {
-                __m256i s16 = quad(0);
-                for (int k = 1; k < 8; ++k) s16 = _mm256_add_epi16(s16, quad(k));
-                isum = _mm256_madd_epi16(s16, ones);
-            }
-            isum = _mm256_add_epi32(isum, _mm256_set1_epi32(ab.ofs >> W::kOfsShift));
+            const __m256i isum = _mm256_add_epi32(quad_dots<W::kHalves>(w, ab.qs), _mm256_set1_epi32(ab.ofs >> W::kOfsShift));
             acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(d, _mm256_set1_ps(ab.d)), acc[t]);
         }
     }
@@ -436,16 +445,31 @@ void tile_r8(int64_t cols, const void* w, size_t ws, int nr, const void* a, size
 // the file's scalar reference sums; the mins meet the activation's 32-element sums (from Q8_K's bsums) the
 // same way. One convert pair and two FMAs per token and super-block. The rows' scales and mins are unpacked
 // from their three packed words once per super-block, four per 32-bit lane, as k4_scales_mins does.
-template <int T>
-void group_q4kr8(int64_t nb, const BlockQ4_KR8* wb, const uint8_t* a, size_t as, float* y, int64_t ldy) {
+// Sub-block j's levels, one register per 4-element quad; Q5_K's reach 31, so its int16 sums go in halves.
+struct Q4KR8 {
+    using Block = BlockQ4_KR8;
+    static constexpr bool kHalves = false;
+    static void load(const Block& B, int j, __m256i (&w)[8]) { Q4R8::load_nibbles(B.qs[j], w); }
+};
+struct Q5KR8 {
+    using Block = BlockQ5_KR8;
+    static constexpr bool kHalves = true;
+    static void load(const Block& B, int j, __m256i (&w)[8]) {
+        Q4R8::load_nibbles(B.s[j].nib, w);
+        Q5R8::add_fifth_bits(B.s[j].qh, w);
+    }
+};
+
+template <typename L, int T>
+void group_q45kr8(int64_t nb, const typename L::Block* wb, const uint8_t* a, size_t as, float* y, int64_t ldy) {
     const BlockQ8_K* at[T];
     for (int t = 0; t < T; ++t) at[t] = reinterpret_cast<const BlockQ8_K*>(a + size_t(t) * as);
     __m256 acc[T];
     for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
-    const __m256i ones = _mm256_set1_epi16(1), lo8 = _mm256_set1_epi32(0xff);
+    const __m256i lo8 = _mm256_set1_epi32(0xff);
     const __m256i lo6 = _mm256_set1_epi32(0x3f3f3f3f), lo4 = _mm256_set1_epi32(0x0f0f0f0f), lo2 = _mm256_set1_epi32(0x03030303);
     for (int64_t b = 0; b < nb; ++b) {
-        const BlockQ4_KR8& B = wb[b];
+        const typename L::Block& B = wb[b];
         const __m256i w0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(B.sc[0]));
         const __m256i w1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(B.sc[1]));
         const __m256i w2 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(B.sc[2]));
@@ -459,20 +483,13 @@ void group_q4kr8(int64_t nb, const BlockQ4_KR8* wb, const uint8_t* a, size_t as,
         for (int t = 0; t < T; ++t) qsum[t] = msum[t] = _mm256_setzero_si256();
         for (int j = 0; j < 8; ++j) {
             __m256i w[8];
-            Q4R8::load_nibbles(B.qs[j], w);
+            L::load(B, j, w);
             const int sh = 8 * (j % 4);
             const __m256i scj = _mm256_and_si256(_mm256_srli_epi32(sc[j / 4], sh), lo8);
             const __m256i mj = _mm256_and_si256(_mm256_srli_epi32(mn[j / 4], sh), lo8);
             for (int t = 0; t < T; ++t) {
-                const int8_t* aq = at[t][b].qs + 32 * j;
-                auto quad = [&](int k) {
-                    int32_t q;
-                    std::memcpy(&q, aq + 4 * k, 4);
-                    return _mm256_maddubs_epi16(w[k], _mm256_set1_epi32(q));
-                };
-                __m256i s16 = quad(0);
-                for (int k = 1; k < 8; ++k) s16 = _mm256_add_epi16(s16, quad(k));
-                qsum[t] = _mm256_add_epi32(qsum[t], _mm256_mullo_epi32(_mm256_madd_epi16(s16, ones), scj));
+                const __m256i dot = quad_dots<L::kHalves>(w, at[t][b].qs + 32 * j);
+                qsum[t] = _mm256_add_epi32(qsum[t], _mm256_mullo_epi32(dot, scj));
                 const int asum = at[t][b].bsums[2 * j] + at[t][b].bsums[2 * j + 1];
                 msum[t] = _mm256_add_epi32(msum[t], _mm256_mullo_epi32(mj, _mm256_set1_epi32(asum)));
             }
@@ -487,15 +504,16 @@ void group_q4kr8(int64_t nb, const BlockQ4_KR8* wb, const uint8_t* a, size_t as,
     for (int t = 0; t < T; ++t) _mm256_storeu_ps(y + t * ldy, acc[t]);
 }
 
-void tile_q4kr8(int64_t cols, const void* w, size_t ws, int nr, const void* a, size_t as, int nt, float* y, int64_t ldy) {
+template <typename L>
+void tile_q45kr8(int64_t cols, const void* w, size_t ws, int nr, const void* a, size_t as, int nt, float* y, int64_t ldy) {
     const int64_t nb = cols / QK_K;
     const auto* ab = static_cast<const uint8_t*>(a);
     for (int g = 0; g < nr / kR8Rows; ++g) {
-        const auto* wb = reinterpret_cast<const BlockQ4_KR8*>(static_cast<const uint8_t*>(w) + size_t(g) * kR8Rows * ws);
+        const auto* wb = reinterpret_cast<const typename L::Block*>(static_cast<const uint8_t*>(w) + size_t(g) * kR8Rows * ws);
         for (int t = 0; t < nt;) {
             const int n = std::min(2, nt - t);
-            if (n == 2) group_q4kr8<2>(nb, wb, ab + size_t(t) * as, as, y + t * ldy + kR8Rows * g, ldy);
-            else group_q4kr8<1>(nb, wb, ab + size_t(t) * as, as, y + t * ldy + kR8Rows * g, ldy);
+            if (n == 2) group_q45kr8<L, 2>(nb, wb, ab + size_t(t) * as, as, y + t * ldy + kR8Rows * g, ldy);
+            else group_q45kr8<L, 1>(nb, wb, ab + size_t(t) * as, as, y + t * ldy + kR8Rows * g, ldy);
             t += n;
         }
     }
@@ -577,9 +595,11 @@ void fill_avx2(KernelSet& k) {
         k.stream_tokens[id(t)] = 255;  // every token count: tiles of kDecodeRows rows (two groups)
     k.repack[id(DType::Q4_0)] = DType::Q4_0_R8;
     k.repack[id(DType::Q5_0)] = DType::Q5_0_R8;
-    k.tile[id(DType::Q4_K_R8)] = tile_q4kr8;
-    k.stream_tokens[id(DType::Q4_K_R8)] = 255;
+    k.tile[id(DType::Q4_K_R8)] = tile_q45kr8<Q4KR8>;
+    k.tile[id(DType::Q5_K_R8)] = tile_q45kr8<Q5KR8>;
+    for (DType t : {DType::Q4_K_R8, DType::Q5_K_R8}) k.stream_tokens[id(t)] = 255;
     k.repack[id(DType::Q4_K)] = DType::Q4_K_R8;
+    k.repack[id(DType::Q5_K)] = DType::Q5_K_R8;
 }
 
 }  // namespace flint::detail

@@ -80,27 +80,40 @@ inline BlockQ4_K q4kr16_row(const BlockQ4_KR16& b, int i) { return q4k_group_row
 // Q4_0_R8's (qs[j][32 k + 4 i + c]), the scale words sc[w][i], then d and dmin.
 struct BlockQ4_KR8 { uint8_t qs[8][128]; uint32_t sc[3][kR8Rows]; uint16_t d[kR8Rows]; uint16_t dmin[kR8Rows]; };
 inline BlockQ4_K q4kr8_row(const BlockQ4_KR8& b, int i) { return q4k_group_row<kR8Rows>(b, i); }
+// Q5_K likewise: per sub-block its nibbles as Q4_K_R8's and a 32-bit fifth-bit mask per register (bit 4 i + c
+// = row i's fifth bit of sub-block element 4k + c, as Q5_0_R8 has them).
+struct Q5KR8Sub { uint8_t nib[128]; uint32_t qh[8]; };
+struct BlockQ5_KR8 { Q5KR8Sub s[8]; uint32_t sc[3][kR8Rows]; uint16_t d[kR8Rows]; uint16_t dmin[kR8Rows]; };
 // Q5_K: Q4_K_R16's nibbles and scale words, each sub-block's fifth bits beside its nibbles as Q5_0_R16 has
 // them: s[j].qh[k] is a 64-bit mask whose bit 4 i + c is row i's fifth bit of sub-block element 4k + c
 // (the register k that load_nibbles makes from s[j].nib holds those elements).
 struct Q5KR16Sub { uint8_t nib[256]; uint8_t qh[8][8]; };
 struct BlockQ5_KR16 { Q5KR16Sub s[8]; uint32_t sc[3][kR16Rows]; uint16_t d[kR16Rows]; uint16_t dmin[kR16Rows]; };
-// Row i of a repacked Q5_K block, back in the file's layout.
-inline BlockQ5_K q5kr16_row(const BlockQ5_KR16& b, int i) {
+// Row i's fifth bit of sub-block element e in a repacked Q5_K sub-block (sixteen rows: a 64-bit mask per
+// register as bytes; eight: a 32-bit one).
+inline int q5k_fifth_bit(const Q5KR16Sub& s, int i, int e) {
+    const int bit = 4 * i + e % 4;
+    return (s.qh[e / 4][bit / 8] >> (bit % 8)) & 1;
+}
+inline int q5k_fifth_bit(const Q5KR8Sub& s, int i, int e) { return int((s.qh[e / 4] >> (4 * i + e % 4)) & 1); }
+// Row i of a repacked Q5_K block (G rows), back in the file's layout.
+template <int G, typename B>
+inline BlockQ5_K q5k_group_row(const B& b, int i) {
     BlockQ5_K r{};
     r.d = b.d[i];
     r.dmin = b.dmin[i];
     for (int w = 0; w < 3; ++w) __builtin_memcpy(r.scales + 4 * w, &b.sc[w][i], 4);
     for (int j = 0; j < 8; ++j)
         for (int e = 0; e < 32; ++e) {  // file: as Q4_K, plus bit j of qh[e] for sub-block j's element e
-            const uint8_t v = kr16_nibble(b.s[j].nib, i, e);
+            const uint8_t v = kr16_nibble<G>(b.s[j].nib, i, e);
             uint8_t& dst = r.qs[32 * (j / 2) + e];
             dst = j % 2 == 0 ? uint8_t((dst & 0xf0) | v) : uint8_t((dst & 0x0f) | (v << 4));
-            const int bit = 4 * i + e % 4;
-            r.qh[e] |= uint8_t(((b.s[j].qh[e / 4][bit / 8] >> (bit % 8)) & 1) << j);
+            r.qh[e] |= uint8_t(q5k_fifth_bit(b.s[j], i, e) << j);
         }
     return r;
 }
+inline BlockQ5_K q5kr16_row(const BlockQ5_KR16& b, int i) { return q5k_group_row<kR16Rows>(b, i); }
+inline BlockQ5_K q5kr8_row(const BlockQ5_KR8& b, int i) { return q5k_group_row<kR8Rows>(b, i); }
 // Writes Q6_K's level (0..63, standing for level - 32) of element e (0..255) in the file's layout.
 inline void q6k_set_level(BlockQ6_K& b, int e, int level) {  // the block's bits for e start cleared
     const int h = e / 128, k = (e % 128) / 32, l = e % 32;
@@ -137,7 +150,7 @@ inline BlockQ6_K q6kr16_row(const BlockQ6_KR16& b, int i) {
 struct BlockQ8_0S { int8_t qs[QK]; float d; int32_t ofs; };
 static_assert(sizeof(BlockQ8_0R16) == 16 * 34 && sizeof(BlockQ4_0R16) == 16 * 18 && sizeof(BlockQ5_0R16) == 16 * 22 &&
               sizeof(BlockQ4_KR16) == 16 * 144 && sizeof(BlockQ6_KR16) == 16 * 210 &&
-              sizeof(BlockQ5_KR16) == 16 * 176 && sizeof(BlockQ4_0R8) == 8 * 18 && sizeof(BlockQ5_0R8) == 8 * 22 && sizeof(BlockQ4_KR8) == 8 * 144 && sizeof(BlockQ8_0S) == 40);
+              sizeof(BlockQ5_KR16) == 16 * 176 && sizeof(BlockQ4_0R8) == 8 * 18 && sizeof(BlockQ5_0R8) == 8 * 22 && sizeof(BlockQ4_KR8) == 8 * 144 && sizeof(BlockQ5_KR8) == 8 * 176 && sizeof(BlockQ8_0S) == 40);
 static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ5_0) == 22 && sizeof(BlockQ8_0) == 34);
 static_assert(sizeof(BlockQ4_K) == 144 && sizeof(BlockQ5_K) == 176 && sizeof(BlockQ6_K) == 210);
 static_assert(sizeof(BlockQ8_K) == 292);

@@ -94,6 +94,19 @@ void pack_q4_k_r8(const BlockQ4_K* rows, int64_t nb, BlockQ4_KR8* out) {
         for (int i = 0; i < kR8Rows; ++i) pack_k4_row<kR8Rows>(rows[i * nb + b], i, out[b], [&](int j) { return out[b].qs[j]; });
 }
 
+void pack_q5_k_r8(const BlockQ5_K* rows, int64_t nb, BlockQ5_KR8* out) {
+    for (int64_t b = 0; b < nb; ++b) {
+        std::memset(&out[b], 0, sizeof(BlockQ5_KR8));
+        for (int i = 0; i < kR8Rows; ++i) {
+            const BlockQ5_K& src = rows[i * nb + b];
+            pack_k4_row<kR8Rows>(src, i, out[b], [&](int j) { return out[b].s[j].nib; });
+            for (int j = 0; j < 8; ++j)
+                for (int e = 0; e < 32; ++e)  // element e's fifth bit (bit j of qh[e]): register e / 4, bit 4i + e % 4
+                    if ((src.qh[e] >> j) & 1) out[b].s[j].qh[e / 4] |= 1u << (4 * i + e % 4);
+        }
+    }
+}
+
 void pack_q5_k(const BlockQ5_K* rows, int64_t nb, BlockQ5_KR16* out) {
     for (int64_t b = 0; b < nb; ++b) {
         std::memset(&out[b], 0, sizeof(BlockQ5_KR16));
@@ -158,11 +171,13 @@ std::optional<DType> repack_target(DType t, int64_t rows, int64_t cols) {
 }
 
 int interleaved_rows(DType t) {
-    return t == DType::Q8_0_R16 || t == DType::Q4_0_R16 || t == DType::Q5_0_R16 || t == DType::Q4_K_R16 ||
-                   t == DType::Q6_K_R16 || t == DType::Q5_K_R16
-               ? kR16Rows
-               : t == DType::Q4_0_R8 || t == DType::Q5_0_R8 || t == DType::Q4_K_R8 ? kR8Rows
-                                     : 1;
+    switch (t) {
+        case DType::Q8_0_R16: case DType::Q4_0_R16: case DType::Q5_0_R16: case DType::Q4_K_R16: case DType::Q5_K_R16:
+        case DType::Q6_K_R16:
+            return kR16Rows;
+        case DType::Q4_0_R8: case DType::Q5_0_R8: case DType::Q4_K_R8: case DType::Q5_K_R8: return kR8Rows;
+        default: return 1;
+    }
 }
 
 void repack_rows(DType from, DType to, void* data, int64_t rows, int64_t cols) {
@@ -175,7 +190,8 @@ void repack_rows(DType from, DType to, void* data, int64_t rows, int64_t cols) {
     const bool q4r8 = from == DType::Q4_0 && to == DType::Q4_0_R8;
     const bool q5r8 = from == DType::Q5_0 && to == DType::Q5_0_R8;
     const bool q4kr8 = from == DType::Q4_K && to == DType::Q4_K_R8;
-    if (!q8 && !q4 && !q5 && !q4k && !q6k && !q5k && !q4r8 && !q5r8 && !q4kr8) fail("repack: no layout ", dtype_name(to), " for ", dtype_name(from));
+    const bool q5kr8 = from == DType::Q5_K && to == DType::Q5_K_R8;
+    if (!q8 && !q4 && !q5 && !q4k && !q6k && !q5k && !q4r8 && !q5r8 && !q4kr8 && !q5kr8) fail("repack: no layout ", dtype_name(to), " for ", dtype_name(from));
     const int64_t block = traits(from).block_elems;
     const int g_rows = interleaved_rows(to);
     if (rows % g_rows != 0 || cols % block != 0)
@@ -194,6 +210,7 @@ void repack_rows(DType from, DType to, void* data, int64_t rows, int64_t cols) {
             else if (q6k) pack_q6_k(reinterpret_cast<const BlockQ6_K*>(tmp.data()), nb, reinterpret_cast<BlockQ6_KR16*>(p));
             else if (q5k) pack_q5_k(reinterpret_cast<const BlockQ5_K*>(tmp.data()), nb, reinterpret_cast<BlockQ5_KR16*>(p));
             else if (q4r8) pack_q4_0<BlockQ4_0R8, kR8Rows>(reinterpret_cast<const BlockQ4_0*>(tmp.data()), nb, reinterpret_cast<BlockQ4_0R8*>(p));
+            else if (q5kr8) pack_q5_k_r8(reinterpret_cast<const BlockQ5_K*>(tmp.data()), nb, reinterpret_cast<BlockQ5_KR8*>(p));
             else if (q4kr8) pack_q4_k_r8(reinterpret_cast<const BlockQ4_K*>(tmp.data()), nb, reinterpret_cast<BlockQ4_KR8*>(p));
             else if (q5r8) pack_q5_0_r8(reinterpret_cast<const BlockQ5_0*>(tmp.data()), nb, reinterpret_cast<BlockQ5_0R8*>(p));
             else pack_q5_0(reinterpret_cast<const BlockQ5_0*>(tmp.data()), nb, reinterpret_cast<BlockQ5_0R16*>(p));
@@ -228,6 +245,7 @@ void dequantize_matrix_row(DType t, const void* data, int64_t row, int64_t cols,
     if (t == DType::Q6_K_R16) return dequantize_k_row<BlockQ6_KR16, q6kr16_row>(DType::Q6_K, group, i, cols, out);
     if (t == DType::Q5_K_R16) return dequantize_k_row<BlockQ5_KR16, q5kr16_row>(DType::Q5_K, group, i, cols, out);
     if (t == DType::Q4_K_R8) return dequantize_k_row<BlockQ4_KR8, q4kr8_row>(DType::Q4_K, group, i, cols, out);
+    if (t == DType::Q5_K_R8) return dequantize_k_row<BlockQ5_KR8, q5kr8_row>(DType::Q5_K, group, i, cols, out);
     const int64_t nb = cols / QK;
     for (int64_t b = 0; b < nb; ++b) {
         float* y = out + b * QK;

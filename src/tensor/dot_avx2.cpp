@@ -417,28 +417,6 @@ void group_r8(int64_t nb, const typename W::Block* wb, const uint8_t* a, size_t 
     for (int t = 0; t < T; ++t) _mm256_storeu_ps(y + t * ldy, acc[t]);
 }
 
-// A tile of eight-row groups (nr a multiple of 8): each group against the tokens, at most kMaxR8Tokens at a
-// time (the eight weight registers and the accumulators share the sixteen ymm registers).
-constexpr int kMaxR8Tokens = 3;
-template <typename W>
-void tile_r8(int64_t cols, const void* w, size_t ws, int nr, const void* a, size_t as, int nt, float* y, int64_t ldy) {
-    using B = typename W::Block;
-    const int64_t nb = cols / QK;
-    const auto* ab = static_cast<const uint8_t*>(a);
-    for (int g = 0; g < nr / kR8Rows; ++g) {
-        const auto* wb = reinterpret_cast<const B*>(static_cast<const uint8_t*>(w) + size_t(g) * kR8Rows * ws);
-        for (int t = 0; t < nt;) {
-            const int n = std::min(kMaxR8Tokens, nt - t);
-            const uint8_t* at = ab + size_t(t) * as;
-            float* yt = y + t * ldy + kR8Rows * g;
-            if (n == 3) group_r8<W, 3>(nb, wb, at, as, yt, ldy);
-            else if (n == 2) group_r8<W, 2>(nb, wb, at, as, yt, ldy);
-            else group_r8<W, 1>(nb, wb, at, as, yt, ldy);
-            t += n;
-        }
-    }
-}
-
 // ---- Q4_K, eight rows interleaved (BlockQ4_KR8) -------------------------------------------------------
 // Per 32-element sub-block j: Q4_0_R8's eight VPMADDUBSW per token give the eight rows' integer dots (levels
 // 0..15, no offset), VPMULLD applies the rows' 6-bit scales and the sub-blocks add up exactly in int32, as
@@ -504,20 +482,106 @@ void group_q45kr8(int64_t nb, const typename L::Block* wb, const uint8_t* a, siz
     for (int t = 0; t < T; ++t) _mm256_storeu_ps(y + t * ldy, acc[t]);
 }
 
-template <typename L>
-void tile_q45kr8(int64_t cols, const void* w, size_t ws, int nr, const void* a, size_t as, int nt, float* y, int64_t ldy) {
-    const int64_t nb = cols / QK_K;
+// ---- Q6_K, eight rows interleaved (BlockQ6_KR8) -------------------------------------------------------
+// Per pair of 16-element sub-blocks: the levels (0..63) rebuilt from Q4_0_R8-style nibbles and a register of
+// top bits per four quads (a shift, an AND and an OR each); per sub-block four VPMADDUBSW per token summed
+// two at a time in int16 (at most 2 x 2 x 63 x 127 = 32,004), VPMADDWD to int32, the rows' int8 scales
+// applied with VPMULLD, and the -32 offset as -32 * scale * (the activation's 16-element sums) through one
+// VPMADDWD per pair. All in int32 until one convert and one FMA per token and super-block.
+template <int T>
+void group_q6kr8(int64_t nb, const BlockQ6_KR8* wb, const uint8_t* a, size_t as, float* y, int64_t ldy) {
+    const BlockQ8_K* at[T];
+    for (int t = 0; t < T; ++t) at[t] = reinterpret_cast<const BlockQ8_K*>(a + size_t(t) * as);
+    __m256 acc[T];
+    for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+    const __m256i m30 = _mm256_set1_epi8(0x30), ones = _mm256_set1_epi16(1);
+    for (int64_t b = 0; b < nb; ++b) {
+        const BlockQ6_KR8& B = wb[b];
+        __m256i qsum[T];
+        for (int t = 0; t < T; ++t) qsum[t] = _mm256_setzero_si256();
+        for (int P = 0; P < 8; ++P) {
+            __m256i w[8];
+            Q4R8::load_nibbles(B.p[P].nib, w);
+            for (int g = 0; g < 2; ++g) {
+                const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(B.p[P].hi[g]));
+                w[4 * g + 0] = _mm256_or_si256(w[4 * g + 0], _mm256_and_si256(_mm256_slli_epi16(h, 4), m30));
+                w[4 * g + 1] = _mm256_or_si256(w[4 * g + 1], _mm256_and_si256(_mm256_slli_epi16(h, 2), m30));
+                w[4 * g + 2] = _mm256_or_si256(w[4 * g + 2], _mm256_and_si256(h, m30));
+                w[4 * g + 3] = _mm256_or_si256(w[4 * g + 3], _mm256_and_si256(_mm256_srli_epi16(h, 2), m30));
+            }
+            // Lane i: (scale 2P, scale 2P+1) of row i as an int16 pair; each as an int32; -32 * the pair.
+            const __m256i pair = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(B.p[P].sc)));
+            const __m256i s0 = _mm256_srai_epi32(_mm256_slli_epi32(pair, 16), 16), s1 = _mm256_srai_epi32(pair, 16);
+            const __m256i neg32 = _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(pair, 5));
+            for (int t = 0; t < T; ++t) {
+                const BlockQ8_K& ab = at[t][b];
+                const int8_t* aq = ab.qs + 32 * P;
+                auto quad = [&](int k) {
+                    int32_t q;
+                    std::memcpy(&q, aq + 4 * k, 4);
+                    return _mm256_maddubs_epi16(w[k], _mm256_set1_epi32(q));
+                };
+                auto sub_dot = [&](int k0) {  // registers k0 .. k0 + 3: one sub-block's 16 elements
+                    return _mm256_add_epi32(_mm256_madd_epi16(_mm256_add_epi16(quad(k0), quad(k0 + 1)), ones),
+                                            _mm256_madd_epi16(_mm256_add_epi16(quad(k0 + 2), quad(k0 + 3)), ones));
+                };
+                int32_t sums;  // the activation's sums over the two sub-blocks, an int16 pair
+                std::memcpy(&sums, ab.bsums + 2 * P, 4);
+                __m256i q = _mm256_add_epi32(qsum[t], _mm256_madd_epi16(neg32, _mm256_set1_epi32(sums)));
+                q = _mm256_add_epi32(q, _mm256_mullo_epi32(sub_dot(0), s0));
+                qsum[t] = _mm256_add_epi32(q, _mm256_mullo_epi32(sub_dot(4), s1));
+            }
+        }
+        const __m256 dr = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(B.d)));
+        for (int t = 0; t < T; ++t)
+            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(qsum[t]), _mm256_mul_ps(dr, _mm256_set1_ps(at[t][b].d)), acc[t]);
+    }
+    for (int t = 0; t < T; ++t) _mm256_storeu_ps(y + t * ldy, acc[t]);
+}
+
+// A tile of eight-row groups (nr a multiple of 8) with blocks of kElems elements: each group against the
+// tokens, at most kMax at a time (the eight weight registers and the accumulators share the sixteen ymm
+// registers). K<T>::run is the group kernel for T tokens.
+template <typename B, template <int> class K, int kMax, int kElems>
+void tile_groups8(int64_t cols, const void* w, size_t ws, int nr, const void* a, size_t as, int nt, float* y,
+                  int64_t ldy) {
+    static_assert(kMax >= 1 && kMax <= 3);
+    const int64_t nb = cols / kElems;
     const auto* ab = static_cast<const uint8_t*>(a);
     for (int g = 0; g < nr / kR8Rows; ++g) {
-        const auto* wb = reinterpret_cast<const typename L::Block*>(static_cast<const uint8_t*>(w) + size_t(g) * kR8Rows * ws);
+        const auto* wb = reinterpret_cast<const B*>(static_cast<const uint8_t*>(w) + size_t(g) * kR8Rows * ws);
         for (int t = 0; t < nt;) {
-            const int n = std::min(2, nt - t);
-            if (n == 2) group_q45kr8<L, 2>(nb, wb, ab + size_t(t) * as, as, y + t * ldy + kR8Rows * g, ldy);
-            else group_q45kr8<L, 1>(nb, wb, ab + size_t(t) * as, as, y + t * ldy + kR8Rows * g, ldy);
+            const int n = std::min(kMax, nt - t);
+            const uint8_t* at = ab + size_t(t) * as;
+            float* yt = y + t * ldy + kR8Rows * g;
+            if (n == 1) K<1>::run(nb, wb, at, as, yt, ldy);
+            else if constexpr (kMax >= 2) {
+                if (n == 2) K<2>::run(nb, wb, at, as, yt, ldy);
+                else if constexpr (kMax >= 3) K<3>::run(nb, wb, at, as, yt, ldy);
+            }
             t += n;
         }
     }
 }
+
+template <typename W>
+struct R8 {
+    template <int T>
+    struct K {
+        static constexpr auto run = group_r8<W, T>;
+    };
+};
+template <typename L>
+struct KR8 {
+    template <int T>
+    struct K {
+        static constexpr auto run = group_q45kr8<L, T>;
+    };
+};
+template <int T>
+struct Q6KR8 {
+    static constexpr auto run = group_q6kr8<T>;
+};
 
 // ---- activation quantizers (bit-identical to the scalar ones: same scale, same rounding) ----------
 
@@ -589,17 +653,20 @@ void fill_avx2(KernelSet& k) {
     k.tile[id(DType::Q6_K)] = tile_k<BlockQ6_K, unpack_q6_k_avx2>;
     k.quantize_q8_0 = quantize_q8_0_avx2;
     k.quantize_q8_k = quantize_q8_k_avx2;
-    k.tile[id(DType::Q4_0_R8)] = tile_r8<Q4R8>;
-    k.tile[id(DType::Q5_0_R8)] = tile_r8<Q5R8>;
+    k.tile[id(DType::Q4_0_R8)] = tile_groups8<BlockQ4_0R8, R8<Q4R8>::K, 3, QK>;
+    k.tile[id(DType::Q5_0_R8)] = tile_groups8<BlockQ5_0R8, R8<Q5R8>::K, 3, QK>;
     for (DType t : {DType::Q4_0_R8, DType::Q5_0_R8})
         k.stream_tokens[id(t)] = 255;  // every token count: tiles of kDecodeRows rows (two groups)
     k.repack[id(DType::Q4_0)] = DType::Q4_0_R8;
     k.repack[id(DType::Q5_0)] = DType::Q5_0_R8;
-    k.tile[id(DType::Q4_K_R8)] = tile_q45kr8<Q4KR8>;
-    k.tile[id(DType::Q5_K_R8)] = tile_q45kr8<Q5KR8>;
+    k.tile[id(DType::Q4_K_R8)] = tile_groups8<BlockQ4_KR8, KR8<Q4KR8>::K, 2, QK_K>;
+    k.tile[id(DType::Q5_K_R8)] = tile_groups8<BlockQ5_KR8, KR8<Q5KR8>::K, 2, QK_K>;
     for (DType t : {DType::Q4_K_R8, DType::Q5_K_R8}) k.stream_tokens[id(t)] = 255;
     k.repack[id(DType::Q4_K)] = DType::Q4_K_R8;
     k.repack[id(DType::Q5_K)] = DType::Q5_K_R8;
+    k.tile[id(DType::Q6_K_R8)] = tile_groups8<BlockQ6_KR8, Q6KR8, 2, QK_K>;
+    k.stream_tokens[id(DType::Q6_K_R8)] = 255;
+    k.repack[id(DType::Q6_K)] = DType::Q6_K_R8;
 }
 
 }  // namespace flint::detail

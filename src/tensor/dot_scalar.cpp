@@ -185,7 +185,7 @@ constexpr int id(DType t) { return static_cast<int>(t); }
 DType activation_type(DType w) {
     switch (w) {
         case DType::Q4_0: case DType::Q5_0: case DType::Q8_0: return DType::Q8_0;
-        case DType::Q4_K: case DType::Q5_K: case DType::Q6_K: case DType::Q4_K_R16: case DType::Q5_K_R16: case DType::Q4_K_R8: case DType::Q5_K_R8:
+        case DType::Q4_K: case DType::Q5_K: case DType::Q6_K: case DType::Q4_K_R16: case DType::Q5_K_R16: case DType::Q4_K_R8: case DType::Q5_K_R8: case DType::Q6_K_R8:
         case DType::Q6_K_R16:
             return DType::Q8_K;
         case DType::Q8_0_R16: case DType::Q4_0_R16: case DType::Q5_0_R16: case DType::Q4_0_R8: case DType::Q5_0_R8:
@@ -212,6 +212,7 @@ void fill_scalar(KernelSet& k) {
     k.tile[id(DType::Q4_K_R16)] = tile_scalar_r16<BlockQ4_KR16, BlockQ8_K, dot_kr16<BlockQ4_KR16, BlockQ4_K, q4kr16_row, dot_q4_k>>;
     k.tile[id(DType::Q4_K_R8)] = tile_scalar_r16<BlockQ4_KR8, BlockQ8_K, dot_kr16<BlockQ4_KR8, BlockQ4_K, q4kr8_row, dot_q4_k>, kR8Rows>;
     k.tile[id(DType::Q5_K_R8)] = tile_scalar_r16<BlockQ5_KR8, BlockQ8_K, dot_kr16<BlockQ5_KR8, BlockQ5_K, q5kr8_row, dot_q5_k>, kR8Rows>;
+    k.tile[id(DType::Q6_K_R8)] = tile_scalar_r16<BlockQ6_KR8, BlockQ8_K, dot_kr16<BlockQ6_KR8, BlockQ6_K, q6kr8_row, dot_q6_k>, kR8Rows>;
     k.tile[id(DType::Q5_K_R16)] = tile_scalar_r16<BlockQ5_KR16, BlockQ8_K, dot_kr16<BlockQ5_KR16, BlockQ5_K, q5kr16_row, dot_q5_k>>;
     k.tile[id(DType::Q6_K_R16)] = tile_scalar_r16<BlockQ6_KR16, BlockQ8_K, dot_kr16<BlockQ6_KR16, BlockQ6_K, q6kr16_row, dot_q6_k>>;
     k.quantize_q8_0 = quantize_q8_0;

@@ -128,7 +128,12 @@ inline void q6k_set_level(BlockQ6_K& b, int e, int level) {  // the block's bits
 // ran at half speed); then the rows' d.
 struct Q6KR16Pair { uint8_t nib[256]; uint8_t hi[2][64]; int8_t sc[32]; };
 struct BlockQ6_KR16 { Q6KR16Pair p[8]; uint16_t d[kR16Rows]; };
-inline BlockQ6_K q6kr16_row(const BlockQ6_KR16& b, int i) {
+// Q6_K for 256-bit registers (the AVX2 kernels): the same with eight rows, nib[32 (k % 4) + 4 i + c].
+struct Q6KR8Pair { uint8_t nib[128]; uint8_t hi[2][32]; int8_t sc[16]; };
+struct BlockQ6_KR8 { Q6KR8Pair p[8]; uint16_t d[kR8Rows]; };
+// Row i of a repacked Q6_K block (G rows), back in the file's layout.
+template <int G, typename B>
+inline BlockQ6_K q6k_group_row(const B& b, int i) {
     BlockQ6_K r{};
     r.d = b.d[i];
     for (int P = 0; P < 8; ++P) {
@@ -136,7 +141,7 @@ inline BlockQ6_K q6kr16_row(const BlockQ6_KR16& b, int i) {
         r.scales[2 * P + 1] = b.p[P].sc[2 * i + 1];
         for (int idx = 0; idx < 32; ++idx) {
             const int k = idx / 4, c = idx % 4;
-            const uint8_t n = b.p[P].nib[64 * (k % 4) + 4 * i + c];
+            const uint8_t n = b.p[P].nib[4 * G * (k % 4) + 4 * i + c];
             const int lo = k < 4 ? (n & 0xf) : (n >> 4);
             const int hi = (b.p[P].hi[k / 4][4 * i + c] >> (2 * (k % 4))) & 3;
             q6k_set_level(r, 32 * P + idx, lo | (hi << 4));
@@ -144,13 +149,15 @@ inline BlockQ6_K q6kr16_row(const BlockQ6_KR16& b, int i) {
     }
     return r;
 }
+inline BlockQ6_K q6kr16_row(const BlockQ6_KR16& b, int i) { return q6k_group_row<kR16Rows>(b, i); }
+inline BlockQ6_K q6kr8_row(const BlockQ6_KR8& b, int i) { return q6k_group_row<kR8Rows>(b, i); }
 // Activations for the _R16 kernels: Q8_0's levels and (fp16-rounded) scale, the scale as f32 and
 // ofs = -128 * (sum of the levels): the unsigned Q8_0 weight levels' offset correction (Q4_0's, -8 * sum, is
 // ofs / 16), once per block instead of per row.
 struct BlockQ8_0S { int8_t qs[QK]; float d; int32_t ofs; };
 static_assert(sizeof(BlockQ8_0R16) == 16 * 34 && sizeof(BlockQ4_0R16) == 16 * 18 && sizeof(BlockQ5_0R16) == 16 * 22 &&
               sizeof(BlockQ4_KR16) == 16 * 144 && sizeof(BlockQ6_KR16) == 16 * 210 &&
-              sizeof(BlockQ5_KR16) == 16 * 176 && sizeof(BlockQ4_0R8) == 8 * 18 && sizeof(BlockQ5_0R8) == 8 * 22 && sizeof(BlockQ4_KR8) == 8 * 144 && sizeof(BlockQ5_KR8) == 8 * 176 && sizeof(BlockQ8_0S) == 40);
+              sizeof(BlockQ5_KR16) == 16 * 176 && sizeof(BlockQ4_0R8) == 8 * 18 && sizeof(BlockQ5_0R8) == 8 * 22 && sizeof(BlockQ4_KR8) == 8 * 144 && sizeof(BlockQ5_KR8) == 8 * 176 && sizeof(BlockQ6_KR8) == 8 * 210 && sizeof(BlockQ8_0S) == 40);
 static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ5_0) == 22 && sizeof(BlockQ8_0) == 34);
 static_assert(sizeof(BlockQ4_K) == 144 && sizeof(BlockQ5_K) == 176 && sizeof(BlockQ6_K) == 210);
 static_assert(sizeof(BlockQ8_K) == 292);

@@ -122,10 +122,12 @@ void pack_q5_k(const BlockQ5_K* rows, int64_t nb, BlockQ5_KR16* out) {
     }
 }
 
-void pack_q6_k(const BlockQ6_K* rows, int64_t nb, BlockQ6_KR16* out) {
+// Q6_K in G-row groups (BlockQ6_KR16, or BlockQ6_KR8 with G = 8).
+template <int G, typename B>
+void pack_q6_k(const BlockQ6_K* rows, int64_t nb, B* out) {
     for (int64_t b = 0; b < nb; ++b) {
-        std::memset(&out[b], 0, sizeof(BlockQ6_KR16));
-        for (int i = 0; i < kR16Rows; ++i) {
+        std::memset(&out[b], 0, sizeof(B));
+        for (int i = 0; i < G; ++i) {
             const BlockQ6_K& src = rows[i * nb + b];
             out[b].d[i] = src.d;
             uint8_t level_of[QK_K];  // all levels first, a byte of ql / qh at a time
@@ -142,7 +144,7 @@ void pack_q6_k(const BlockQ6_K* rows, int64_t nb, BlockQ6_KR16* out) {
                 out[b].p[P].sc[2 * i + 1] = src.scales[2 * P + 1];
                 for (int idx = 0; idx < 32; ++idx) {
                     const int level = level_of[32 * P + idx], k = idx / 4, c = idx % 4;
-                    out[b].p[P].nib[64 * (k % 4) + 4 * i + c] |= uint8_t(k < 4 ? (level & 0xf) : ((level & 0xf) << 4));
+                    out[b].p[P].nib[4 * G * (k % 4) + 4 * i + c] |= uint8_t(k < 4 ? (level & 0xf) : ((level & 0xf) << 4));
                     out[b].p[P].hi[k / 4][4 * i + c] |= uint8_t((level >> 4) << (2 * (k % 4)));
                 }
             }
@@ -175,7 +177,8 @@ int interleaved_rows(DType t) {
         case DType::Q8_0_R16: case DType::Q4_0_R16: case DType::Q5_0_R16: case DType::Q4_K_R16: case DType::Q5_K_R16:
         case DType::Q6_K_R16:
             return kR16Rows;
-        case DType::Q4_0_R8: case DType::Q5_0_R8: case DType::Q4_K_R8: case DType::Q5_K_R8: return kR8Rows;
+        case DType::Q4_0_R8: case DType::Q5_0_R8: case DType::Q4_K_R8: case DType::Q5_K_R8: case DType::Q6_K_R8:
+            return kR8Rows;
         default: return 1;
     }
 }
@@ -191,7 +194,8 @@ void repack_rows(DType from, DType to, void* data, int64_t rows, int64_t cols) {
     const bool q5r8 = from == DType::Q5_0 && to == DType::Q5_0_R8;
     const bool q4kr8 = from == DType::Q4_K && to == DType::Q4_K_R8;
     const bool q5kr8 = from == DType::Q5_K && to == DType::Q5_K_R8;
-    if (!q8 && !q4 && !q5 && !q4k && !q6k && !q5k && !q4r8 && !q5r8 && !q4kr8 && !q5kr8) fail("repack: no layout ", dtype_name(to), " for ", dtype_name(from));
+    const bool q6kr8 = from == DType::Q6_K && to == DType::Q6_K_R8;
+    if (!q8 && !q4 && !q5 && !q4k && !q6k && !q5k && !q4r8 && !q5r8 && !q4kr8 && !q5kr8 && !q6kr8) fail("repack: no layout ", dtype_name(to), " for ", dtype_name(from));
     const int64_t block = traits(from).block_elems;
     const int g_rows = interleaved_rows(to);
     if (rows % g_rows != 0 || cols % block != 0)
@@ -207,7 +211,8 @@ void repack_rows(DType from, DType to, void* data, int64_t rows, int64_t cols) {
             if (q8) pack_q8_0(reinterpret_cast<const BlockQ8_0*>(tmp.data()), nb, reinterpret_cast<BlockQ8_0R16*>(p));
             else if (q4) pack_q4_0<BlockQ4_0R16, kR16Rows>(reinterpret_cast<const BlockQ4_0*>(tmp.data()), nb, reinterpret_cast<BlockQ4_0R16*>(p));
             else if (q4k) pack_q4_k(reinterpret_cast<const BlockQ4_K*>(tmp.data()), nb, reinterpret_cast<BlockQ4_KR16*>(p));
-            else if (q6k) pack_q6_k(reinterpret_cast<const BlockQ6_K*>(tmp.data()), nb, reinterpret_cast<BlockQ6_KR16*>(p));
+            else if (q6k) pack_q6_k<kR16Rows>(reinterpret_cast<const BlockQ6_K*>(tmp.data()), nb, reinterpret_cast<BlockQ6_KR16*>(p));
+            else if (q6kr8) pack_q6_k<kR8Rows>(reinterpret_cast<const BlockQ6_K*>(tmp.data()), nb, reinterpret_cast<BlockQ6_KR8*>(p));
             else if (q5k) pack_q5_k(reinterpret_cast<const BlockQ5_K*>(tmp.data()), nb, reinterpret_cast<BlockQ5_KR16*>(p));
             else if (q4r8) pack_q4_0<BlockQ4_0R8, kR8Rows>(reinterpret_cast<const BlockQ4_0*>(tmp.data()), nb, reinterpret_cast<BlockQ4_0R8*>(p));
             else if (q5kr8) pack_q5_k_r8(reinterpret_cast<const BlockQ5_K*>(tmp.data()), nb, reinterpret_cast<BlockQ5_KR8*>(p));
@@ -246,6 +251,7 @@ void dequantize_matrix_row(DType t, const void* data, int64_t row, int64_t cols,
     if (t == DType::Q5_K_R16) return dequantize_k_row<BlockQ5_KR16, q5kr16_row>(DType::Q5_K, group, i, cols, out);
     if (t == DType::Q4_K_R8) return dequantize_k_row<BlockQ4_KR8, q4kr8_row>(DType::Q4_K, group, i, cols, out);
     if (t == DType::Q5_K_R8) return dequantize_k_row<BlockQ5_KR8, q5kr8_row>(DType::Q5_K, group, i, cols, out);
+    if (t == DType::Q6_K_R8) return dequantize_k_row<BlockQ6_KR8, q6kr8_row>(DType::Q6_K, group, i, cols, out);
     const int64_t nb = cols / QK;
     for (int64_t b = 0; b < nb; ++b) {
         float* y = out + b * QK;

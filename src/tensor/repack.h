@@ -9,7 +9,8 @@
 // and the f32 work (convert, scale product, FMA) is done once per sixteen rows instead of per row.
 // Same bytes per row as the file (so a matrix is rewritten in place), same integer block dots and f32
 // scale products, in the same order, as the scalar reference on the file's layout. AVX2 CPUs get the _R8
-// layouts (Q4_0, Q5_0, Q4_K, Q5_K): eight rows to a 256-bit register, one VPMADDUBSW per quad for the eight (dot_avx2.cpp).
+// layouts (Q4_0, Q5_0, Q4_K, Q5_K, Q6_K): eight rows to a 256-bit register, one VPMADDUBSW per quad for
+// the eight (dot_avx2.cpp).
 #pragma once
 #include <cstdint>
 #include <optional>

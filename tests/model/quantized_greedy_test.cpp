@@ -193,12 +193,13 @@ TEST(QuantizedGreedy, RepackedKQuantModelsGiveTheFileLayoutsLogits) {
             EXPECT_LT(worst, 0.05f * (mag + 1)) << dtype_name(type);
             EXPECT_EQ(greedy(mapped, p, 20), greedy(packed, p, 20)) << dtype_name(type);
         }
-        // On an AVX2 CPU (forced) Q4_K and Q5_K are repacked eight rows at a time instead.
+        // On an AVX2 CPU (forced) they are repacked eight rows at a time instead.
         std::shared_ptr<Model> packed8;
-        if ((type == DType::Q4_K || type == DType::Q5_K) && best != Isa::Scalar) {
+        if (best != Isa::Scalar) {
             set_isa(Isa::AVX2);
             packed8 = Model::load(out, Residency::HugePages);
-            EXPECT_EQ(packed8->weights.layers[0].w_up.type, type == DType::Q4_K ? DType::Q4_K_R8 : DType::Q5_K_R8);
+            EXPECT_EQ(packed8->weights.layers[0].w_up.type,
+                      type == DType::Q4_K ? DType::Q4_K_R8 : type == DType::Q5_K ? DType::Q5_K_R8 : DType::Q6_K_R8);
             auto la = logits(mapped), lb = logits(packed8);
             float worst = 0;
             for (size_t i = 0; i < la.size(); ++i) worst = std::max(worst, std::fabs(la[i] - lb[i]));

@@ -21,6 +21,7 @@
 #include "tensor/hsum_avx2.h"
 #include "tensor/kernels.h"
 #include "tensor/quant_internal.h"
+#include "tensor/tile_groups.h"
 
 namespace flint::detail {
 namespace {
@@ -539,31 +540,9 @@ void group_q6kr8(int64_t nb, const BlockQ6_KR8* wb, const uint8_t* a, size_t as,
     for (int t = 0; t < T; ++t) _mm256_storeu_ps(y + t * ldy, acc[t]);
 }
 
-// A tile of eight-row groups (nr a multiple of 8) with blocks of kElems elements: each group against the
-// tokens, at most kMax at a time (the eight weight registers and the accumulators share the sixteen ymm
-// registers). K<T>::run is the group kernel for T tokens.
-template <typename B, template <int> class K, int kMax, int kElems>
-void tile_groups8(int64_t cols, const void* w, size_t ws, int nr, const void* a, size_t as, int nt, float* y,
-                  int64_t ldy) {
-    static_assert(kMax >= 1 && kMax <= 3);
-    const int64_t nb = cols / kElems;
-    const auto* ab = static_cast<const uint8_t*>(a);
-    for (int g = 0; g < nr / kR8Rows; ++g) {
-        const auto* wb = reinterpret_cast<const B*>(static_cast<const uint8_t*>(w) + size_t(g) * kR8Rows * ws);
-        for (int t = 0; t < nt;) {
-            const int n = std::min(kMax, nt - t);
-            const uint8_t* at = ab + size_t(t) * as;
-            float* yt = y + t * ldy + kR8Rows * g;
-            if (n == 1) K<1>::run(nb, wb, at, as, yt, ldy);
-            else if constexpr (kMax >= 2) {
-                if (n == 2) K<2>::run(nb, wb, at, as, yt, ldy);
-                else if constexpr (kMax >= 3) K<3>::run(nb, wb, at, as, yt, ldy);
-            }
-            t += n;
-        }
-    }
-}
-
+// The eight-row group kernels as tile_groups (tensor/tile_groups.h) wants them: at most 3 tokens a pass for
+// the 32-element layouts, 2 for the K-quants (the eight weight registers and the accumulators share the
+// sixteen ymm registers).
 template <typename W>
 struct R8 {
     template <int T>
@@ -653,18 +632,18 @@ void fill_avx2(KernelSet& k) {
     k.tile[id(DType::Q6_K)] = tile_k<BlockQ6_K, unpack_q6_k_avx2>;
     k.quantize_q8_0 = quantize_q8_0_avx2;
     k.quantize_q8_k = quantize_q8_k_avx2;
-    k.tile[id(DType::Q4_0_R8)] = tile_groups8<BlockQ4_0R8, R8<Q4R8>::K, 3, QK>;
-    k.tile[id(DType::Q5_0_R8)] = tile_groups8<BlockQ5_0R8, R8<Q5R8>::K, 3, QK>;
+    k.tile[id(DType::Q4_0_R8)] = tile_groups<kR8Rows, BlockQ4_0R8, R8<Q4R8>::K, 3, QK>;
+    k.tile[id(DType::Q5_0_R8)] = tile_groups<kR8Rows, BlockQ5_0R8, R8<Q5R8>::K, 3, QK>;
     for (DType t : {DType::Q4_0_R8, DType::Q5_0_R8})
         k.stream_tokens[id(t)] = 255;  // every token count: tiles of kDecodeRows rows (two groups)
     k.repack[id(DType::Q4_0)] = DType::Q4_0_R8;
     k.repack[id(DType::Q5_0)] = DType::Q5_0_R8;
-    k.tile[id(DType::Q4_K_R8)] = tile_groups8<BlockQ4_KR8, KR8<Q4KR8>::K, 2, QK_K>;
-    k.tile[id(DType::Q5_K_R8)] = tile_groups8<BlockQ5_KR8, KR8<Q5KR8>::K, 2, QK_K>;
+    k.tile[id(DType::Q4_K_R8)] = tile_groups<kR8Rows, BlockQ4_KR8, KR8<Q4KR8>::K, 2, QK_K>;
+    k.tile[id(DType::Q5_K_R8)] = tile_groups<kR8Rows, BlockQ5_KR8, KR8<Q5KR8>::K, 2, QK_K>;
     for (DType t : {DType::Q4_K_R8, DType::Q5_K_R8}) k.stream_tokens[id(t)] = 255;
     k.repack[id(DType::Q4_K)] = DType::Q4_K_R8;
     k.repack[id(DType::Q5_K)] = DType::Q5_K_R8;
-    k.tile[id(DType::Q6_K_R8)] = tile_groups8<BlockQ6_KR8, Q6KR8, 2, QK_K>;
+    k.tile[id(DType::Q6_K_R8)] = tile_groups<kR8Rows, BlockQ6_KR8, Q6KR8, 2, QK_K>;
     k.stream_tokens[id(DType::Q6_K_R8)] = 255;
     k.repack[id(DType::Q6_K)] = DType::Q6_K_R8;
 }

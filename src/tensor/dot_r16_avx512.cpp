@@ -20,6 +20,7 @@
 
 #include "tensor/kernels.h"
 #include "tensor/quant.h"
+#include "tensor/tile_groups.h"
 
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -275,35 +276,6 @@ void group_q6k(int64_t nb, const BlockQ6_KR16* wb, const uint8_t* a, size_t as, 
     for (int t = 0; t < T; ++t) _mm512_storeu_ps(y + t * ldy, acc[t]);
 }
 
-// Sixteen-row groups of one layout: a group kernel K<T>::run(nb, blocks, a, as, y, ldy) for every group of
-// the tile, with T tokens.
-template <typename B, void (*Group)(int64_t, const B*, const uint8_t*, size_t, float*, int64_t)>
-void groups(int64_t nb, const uint8_t* w, size_t gs, int ng, const uint8_t* a, size_t as, float* y, int64_t ldy) {
-    for (int g = 0; g < ng; ++g) Group(nb, reinterpret_cast<const B*>(w + size_t(g) * gs), a, as, y + 16 * g, ldy);
-}
-
-template <typename B, template <int> class K, int... Ts>
-void dispatch(int n, int64_t nb, const uint8_t* w, size_t gs, int ng, const uint8_t* a, size_t as, float* y,
-              int64_t ldy, std::integer_sequence<int, Ts...>) {
-    ((n == Ts + 1 ? groups<B, K<Ts + 1>::run>(nb, w, gs, ng, a, as, y, ldy) : void()), ...);
-}
-
-// A tile of a sixteen-row layout with blocks of kElems elements: tokens in balanced passes of at most kMax
-// (24 tokens with kMax 20: 12 + 12).
-template <typename B, template <int> class K, int kMax, int kElems>
-void tile_groups(int64_t cols, const void* w, size_t ws, int nr, const void* a, size_t as, int nt, float* y,
-                 int64_t ldy) {
-    const int64_t nb = cols / kElems;
-    const auto* ab = static_cast<const uint8_t*>(a);
-    const int passes = (nt + kMax - 1) / kMax;
-    for (int t = 0, i = 0; t < nt; ++i) {
-        const int n = nt / passes + (i < nt % passes);
-        dispatch<B, K>(n, nb, static_cast<const uint8_t*>(w), 16 * ws, nr / 16, ab + size_t(t) * as, as, y + t * ldy,
-                       ldy, std::make_integer_sequence<int, kMax>{});
-        t += n;
-    }
-}
-
 // The 32-element layouts' group kernel, and the K-quants', as tile_groups wants them.
 template <typename W>
 struct R16 {
@@ -330,12 +302,12 @@ constexpr int id(DType t) { return static_cast<int>(t); }
 }  // namespace
 
 void fill_avx512_r16(KernelSet& k) {
-    k.tile[id(DType::Q8_0_R16)] = tile_groups<BlockQ8_0R16, R16<Q8R16>::K, kMaxTokens, QK>;
-    k.tile[id(DType::Q4_0_R16)] = tile_groups<BlockQ4_0R16, R16<Q4R16>::K, kMaxTokens, QK>;
-    k.tile[id(DType::Q5_0_R16)] = tile_groups<BlockQ5_0R16, R16<Q5R16>::K, kMaxTokens, QK>;
-    k.tile[id(DType::Q4_K_R16)] = tile_groups<BlockQ4_KR16, Q45K<Q4KR16>::K, kMaxTokensK, QK_K>;
-    k.tile[id(DType::Q5_K_R16)] = tile_groups<BlockQ5_KR16, Q45K<Q5KR16>::K, kMaxTokensK, QK_K>;
-    k.tile[id(DType::Q6_K_R16)] = tile_groups<BlockQ6_KR16, Q6K, kMaxTokensK, QK_K>;
+    k.tile[id(DType::Q8_0_R16)] = tile_groups<kR16Rows, BlockQ8_0R16, R16<Q8R16>::K, kMaxTokens, QK>;
+    k.tile[id(DType::Q4_0_R16)] = tile_groups<kR16Rows, BlockQ4_0R16, R16<Q4R16>::K, kMaxTokens, QK>;
+    k.tile[id(DType::Q5_0_R16)] = tile_groups<kR16Rows, BlockQ5_0R16, R16<Q5R16>::K, kMaxTokens, QK>;
+    k.tile[id(DType::Q4_K_R16)] = tile_groups<kR16Rows, BlockQ4_KR16, Q45K<Q4KR16>::K, kMaxTokensK, QK_K>;
+    k.tile[id(DType::Q5_K_R16)] = tile_groups<kR16Rows, BlockQ5_KR16, Q45K<Q5KR16>::K, kMaxTokensK, QK_K>;
+    k.tile[id(DType::Q6_K_R16)] = tile_groups<kR16Rows, BlockQ6_KR16, Q6K, kMaxTokensK, QK_K>;
     for (DType t : {DType::Q8_0_R16, DType::Q4_0_R16, DType::Q5_0_R16, DType::Q4_K_R16, DType::Q5_K_R16, DType::Q6_K_R16})
         k.stream_tokens[id(t)] = 255;  // every token count: tiles of one group (kDecodeRows = 16 rows)
     k.repack[id(DType::Q8_0)] = DType::Q8_0_R16;

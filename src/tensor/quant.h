@@ -60,19 +60,25 @@ inline uint8_t kr16_nibble(const uint8_t* nib, int i, int e) {
 // holds row i's element 4k + c (low nibble) and 16 + 4k + c (high nibble), k = 0..3; then the rows' 12
 // scale bytes as three 32-bit words, word w of row i at sc[w][i]; then the rows' d and dmin.
 struct BlockQ4_KR16 { uint8_t qs[8][256]; uint32_t sc[3][kR16Rows]; uint16_t d[kR16Rows]; uint16_t dmin[kR16Rows]; };
-// Row i of a repacked Q4_K block (sixteen rows, or G = 8: BlockQ4_KR8 below), back in the file's layout.
-template <int G, typename B>
-inline BlockQ4_K q4k_group_row(const B& b, int i) {
-    BlockQ4_K r{};
+// Row i of a repacked Q4_K / Q5_K block of G rows into the file's block r (BlockQ4_K or BlockQ5_K, cleared):
+// d, dmin, the scale bytes and the nibbles, sub-block j's G-row nibble bytes being nib(j).
+template <int G, typename B, typename R, typename Nib>
+inline void k4_group_row(const B& b, int i, R& r, Nib nib) {
     r.d = b.d[i];
     r.dmin = b.dmin[i];
     for (int w = 0; w < 3; ++w) __builtin_memcpy(r.scales + 4 * w, &b.sc[w][i], 4);
     for (int j = 0; j < 8; ++j)      // file: sub-block j is the low (j even) or high (j odd) nibbles of
         for (int e = 0; e < 32; ++e) {  // qs[32 (j / 2) + e]
-            const uint8_t v = kr16_nibble<G>(b.qs[j], i, e);
+            const uint8_t v = kr16_nibble<G>(nib(j), i, e);
             uint8_t& dst = r.qs[32 * (j / 2) + e];
             dst = j % 2 == 0 ? uint8_t((dst & 0xf0) | v) : uint8_t((dst & 0x0f) | (v << 4));
         }
+}
+// Row i of a repacked Q4_K block (sixteen rows, or G = 8: BlockQ4_KR8 below), back in the file's layout.
+template <int G, typename B>
+inline BlockQ4_K q4k_group_row(const B& b, int i) {
+    BlockQ4_K r{};
+    k4_group_row<G>(b, i, r, [&](int j) { return b.qs[j]; });
     return r;
 }
 inline BlockQ4_K q4kr16_row(const BlockQ4_KR16& b, int i) { return q4k_group_row<16>(b, i); }
@@ -100,16 +106,9 @@ inline int q5k_fifth_bit(const Q5KR8Sub& s, int i, int e) { return int((s.qh[e /
 template <int G, typename B>
 inline BlockQ5_K q5k_group_row(const B& b, int i) {
     BlockQ5_K r{};
-    r.d = b.d[i];
-    r.dmin = b.dmin[i];
-    for (int w = 0; w < 3; ++w) __builtin_memcpy(r.scales + 4 * w, &b.sc[w][i], 4);
-    for (int j = 0; j < 8; ++j)
-        for (int e = 0; e < 32; ++e) {  // file: as Q4_K, plus bit j of qh[e] for sub-block j's element e
-            const uint8_t v = kr16_nibble<G>(b.s[j].nib, i, e);
-            uint8_t& dst = r.qs[32 * (j / 2) + e];
-            dst = j % 2 == 0 ? uint8_t((dst & 0xf0) | v) : uint8_t((dst & 0x0f) | (v << 4));
-            r.qh[e] |= uint8_t(q5k_fifth_bit(b.s[j], i, e) << j);
-        }
+    k4_group_row<G>(b, i, r, [&](int j) { return b.s[j].nib; });
+    for (int j = 0; j < 8; ++j)  // file: as Q4_K, plus bit j of qh[e] for sub-block j's element e
+        for (int e = 0; e < 32; ++e) r.qh[e] |= uint8_t(q5k_fifth_bit(b.s[j], i, e) << j);
     return r;
 }
 inline BlockQ5_K q5kr16_row(const BlockQ5_KR16& b, int i) { return q5k_group_row<kR16Rows>(b, i); }

@@ -23,46 +23,37 @@ void pack_q8_0(const BlockQ8_0* rows, int64_t nb, BlockQ8_0R16* out) {
     }
 }
 
-// Q4_0 in G-row groups (16 or 8): row i's byte j at quad j / 4, 4 G bytes per quad.
-template <typename B, int G>
-void pack_q4_0(const BlockQ4_0* rows, int64_t nb, B* out) {
+// Q4_0 or Q5_0 rows (Src) in G-row groups (16 or 8): row i's nibble byte j at quad j / 4, 4 G bytes per quad,
+// and its scale.
+template <int G, typename Src, typename B>
+void pack_nibble_rows(const Src* rows, int64_t nb, B* out) {
     for (int64_t b = 0; b < nb; ++b) {
         for (int i = 0; i < G; ++i) {
-            const BlockQ4_0& src = rows[i * nb + b];
+            const Src& src = rows[i * nb + b];
             for (int j = 0; j < QK / 2; ++j) out[b].qs[4 * G * (j / 4) + 4 * i + j % 4] = src.qs[j];
             out[b].d[i] = src.d;
         }
     }
 }
 
-void pack_q5_0_r8(const BlockQ5_0* rows, int64_t nb, BlockQ5_0R8* out) {
-    for (int64_t b = 0; b < nb; ++b) {
-        std::memset(out[b].qh, 0, sizeof(out[b].qh));
-        for (int i = 0; i < kR8Rows; ++i) {
-            const BlockQ5_0& src = rows[i * nb + b];
-            for (int j = 0; j < QK / 2; ++j) out[b].qs[32 * (j / 4) + 4 * i + j % 4] = src.qs[j];
-            uint32_t qh;
-            std::memcpy(&qh, src.qh, 4);
-            for (int e = 0; e < QK; ++e)  // element e's fifth bit: register e / 4, bit 4i + e % 4
-                if ((qh >> e) & 1) out[b].qh[e / 4] |= 1u << (4 * i + e % 4);
-            out[b].d[i] = src.d;
-        }
-    }
+// Row i's fifth bit of element e set in a repacked Q5_0 block: register e / 4, bit 4i + e % 4 of its mask
+// (sixteen rows: 64 bits as bytes; eight rows: 32 bits).
+void set_fifth_bit(BlockQ5_0R16& b, int i, int e) {
+    const int bit = 4 * i + e % 4;
+    b.qh[e / 4][bit / 8] |= uint8_t(1u << (bit % 8));
 }
+void set_fifth_bit(BlockQ5_0R8& b, int i, int e) { b.qh[e / 4] |= 1u << (4 * i + e % 4); }
 
-void pack_q5_0(const BlockQ5_0* rows, int64_t nb, BlockQ5_0R16* out) {
+template <int G, typename B>
+void pack_q5_0(const BlockQ5_0* rows, int64_t nb, B* out) {
+    pack_nibble_rows<G>(rows, nb, out);
     for (int64_t b = 0; b < nb; ++b) {
         std::memset(out[b].qh, 0, sizeof(out[b].qh));
-        for (int i = 0; i < kR16Rows; ++i) {
-            const BlockQ5_0& src = rows[i * nb + b];
-            for (int j = 0; j < QK / 2; ++j) out[b].qs[64 * (j / 4) + 4 * i + j % 4] = src.qs[j];
+        for (int i = 0; i < G; ++i) {
             uint32_t qh;
-            std::memcpy(&qh, src.qh, 4);
-            for (int e = 0; e < QK; ++e) {  // element e's fifth bit: register e / 4, bit 4i + e % 4
-                const int bit = 4 * i + e % 4;
-                if ((qh >> e) & 1) out[b].qh[e / 4][bit / 8] |= uint8_t(1u << (bit % 8));
-            }
-            out[b].d[i] = src.d;
+            std::memcpy(&qh, rows[i * nb + b].qh, 4);
+            for (int e = 0; e < QK; ++e)
+                if ((qh >> e) & 1) set_fifth_bit(out[b], i, e);
         }
     }
 }
@@ -209,16 +200,16 @@ void repack_rows(DType from, DType to, void* data, int64_t rows, int64_t cols) {
             uint8_t* p = base + size_t(g) * group_bytes;
             std::memcpy(tmp.data(), p, group_bytes);
             if (q8) pack_q8_0(reinterpret_cast<const BlockQ8_0*>(tmp.data()), nb, reinterpret_cast<BlockQ8_0R16*>(p));
-            else if (q4) pack_q4_0<BlockQ4_0R16, kR16Rows>(reinterpret_cast<const BlockQ4_0*>(tmp.data()), nb, reinterpret_cast<BlockQ4_0R16*>(p));
+            else if (q4) pack_nibble_rows<kR16Rows>(reinterpret_cast<const BlockQ4_0*>(tmp.data()), nb, reinterpret_cast<BlockQ4_0R16*>(p));
             else if (q4k) pack_q4_k(reinterpret_cast<const BlockQ4_K*>(tmp.data()), nb, reinterpret_cast<BlockQ4_KR16*>(p));
             else if (q6k) pack_q6_k<kR16Rows>(reinterpret_cast<const BlockQ6_K*>(tmp.data()), nb, reinterpret_cast<BlockQ6_KR16*>(p));
             else if (q6kr8) pack_q6_k<kR8Rows>(reinterpret_cast<const BlockQ6_K*>(tmp.data()), nb, reinterpret_cast<BlockQ6_KR8*>(p));
             else if (q5k) pack_q5_k(reinterpret_cast<const BlockQ5_K*>(tmp.data()), nb, reinterpret_cast<BlockQ5_KR16*>(p));
-            else if (q4r8) pack_q4_0<BlockQ4_0R8, kR8Rows>(reinterpret_cast<const BlockQ4_0*>(tmp.data()), nb, reinterpret_cast<BlockQ4_0R8*>(p));
+            else if (q4r8) pack_nibble_rows<kR8Rows>(reinterpret_cast<const BlockQ4_0*>(tmp.data()), nb, reinterpret_cast<BlockQ4_0R8*>(p));
             else if (q5kr8) pack_q5_k_r8(reinterpret_cast<const BlockQ5_K*>(tmp.data()), nb, reinterpret_cast<BlockQ5_KR8*>(p));
             else if (q4kr8) pack_q4_k_r8(reinterpret_cast<const BlockQ4_K*>(tmp.data()), nb, reinterpret_cast<BlockQ4_KR8*>(p));
-            else if (q5r8) pack_q5_0_r8(reinterpret_cast<const BlockQ5_0*>(tmp.data()), nb, reinterpret_cast<BlockQ5_0R8*>(p));
-            else pack_q5_0(reinterpret_cast<const BlockQ5_0*>(tmp.data()), nb, reinterpret_cast<BlockQ5_0R16*>(p));
+            else if (q5r8) pack_q5_0<kR8Rows>(reinterpret_cast<const BlockQ5_0*>(tmp.data()), nb, reinterpret_cast<BlockQ5_0R8*>(p));
+            else pack_q5_0<kR16Rows>(reinterpret_cast<const BlockQ5_0*>(tmp.data()), nb, reinterpret_cast<BlockQ5_0R16*>(p));
         }
     };
     // Groups are independent: a large matrix is shared out over the cores (a 1.2 GB Q6_K model took 2.3 s

@@ -185,8 +185,8 @@ constexpr int id(DType t) { return static_cast<int>(t); }
 DType activation_type(DType w) {
     switch (w) {
         case DType::Q4_0: case DType::Q5_0: case DType::Q8_0: return DType::Q8_0;
-        case DType::Q4_K: case DType::Q5_K: case DType::Q6_K: case DType::Q4_K_R16: case DType::Q5_K_R16: case DType::Q4_K_R8: case DType::Q5_K_R8: case DType::Q6_K_R8:
-        case DType::Q6_K_R16:
+        case DType::Q4_K: case DType::Q5_K: case DType::Q6_K: case DType::Q4_K_R16: case DType::Q5_K_R16:
+        case DType::Q6_K_R16: case DType::Q4_K_R8: case DType::Q5_K_R8: case DType::Q6_K_R8:
             return DType::Q8_K;
         case DType::Q8_0_R16: case DType::Q4_0_R16: case DType::Q5_0_R16: case DType::Q4_0_R8: case DType::Q5_0_R8:
             return DType::Q8_0_S;

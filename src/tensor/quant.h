@@ -156,7 +156,9 @@ inline BlockQ6_K q6kr8_row(const BlockQ6_KR8& b, int i) { return q6k_group_row<k
 struct BlockQ8_0S { int8_t qs[QK]; float d; int32_t ofs; };
 static_assert(sizeof(BlockQ8_0R16) == 16 * 34 && sizeof(BlockQ4_0R16) == 16 * 18 && sizeof(BlockQ5_0R16) == 16 * 22 &&
               sizeof(BlockQ4_KR16) == 16 * 144 && sizeof(BlockQ6_KR16) == 16 * 210 &&
-              sizeof(BlockQ5_KR16) == 16 * 176 && sizeof(BlockQ4_0R8) == 8 * 18 && sizeof(BlockQ5_0R8) == 8 * 22 && sizeof(BlockQ4_KR8) == 8 * 144 && sizeof(BlockQ5_KR8) == 8 * 176 && sizeof(BlockQ6_KR8) == 8 * 210 && sizeof(BlockQ8_0S) == 40);
+              sizeof(BlockQ5_KR16) == 16 * 176 && sizeof(BlockQ8_0S) == 40);
+static_assert(sizeof(BlockQ4_0R8) == 8 * 18 && sizeof(BlockQ5_0R8) == 8 * 22 && sizeof(BlockQ4_KR8) == 8 * 144 &&
+              sizeof(BlockQ5_KR8) == 8 * 176 && sizeof(BlockQ6_KR8) == 8 * 210);
 static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ5_0) == 22 && sizeof(BlockQ8_0) == 34);
 static_assert(sizeof(BlockQ4_K) == 144 && sizeof(BlockQ5_K) == 176 && sizeof(BlockQ6_K) == 210);
 static_assert(sizeof(BlockQ8_K) == 292);

@@ -36,13 +36,13 @@ void pack_nibble_rows(const Src* rows, int64_t nb, B* out) {
     }
 }
 
-// Row i's fifth bit of element e set in a repacked Q5_0 block: register e / 4, bit 4i + e % 4 of its mask
-// (sixteen rows: 64 bits as bytes; eight rows: 32 bits).
-void set_fifth_bit(BlockQ5_0R16& b, int i, int e) {
+// Row i's fifth bit of element e (of a Q5_0 block or a Q5_K sub-block) set in the repacked masks: register
+// e / 4, bit 4i + e % 4 (sixteen rows: 64-bit masks as bytes; eight rows: 32-bit masks).
+void set_fifth_bit(uint8_t (&qh)[8][8], int i, int e) {
     const int bit = 4 * i + e % 4;
-    b.qh[e / 4][bit / 8] |= uint8_t(1u << (bit % 8));
+    qh[e / 4][bit / 8] |= uint8_t(1u << (bit % 8));
 }
-void set_fifth_bit(BlockQ5_0R8& b, int i, int e) { b.qh[e / 4] |= 1u << (4 * i + e % 4); }
+void set_fifth_bit(uint32_t (&qh)[8], int i, int e) { qh[e / 4] |= 1u << (4 * i + e % 4); }
 
 template <int G, typename B>
 void pack_q5_0(const BlockQ5_0* rows, int64_t nb, B* out) {
@@ -53,7 +53,7 @@ void pack_q5_0(const BlockQ5_0* rows, int64_t nb, B* out) {
             uint32_t qh;
             std::memcpy(&qh, rows[i * nb + b].qh, 4);
             for (int e = 0; e < QK; ++e)
-                if ((qh >> e) & 1) set_fifth_bit(out[b], i, e);
+                if ((qh >> e) & 1) set_fifth_bit(out[b].qh, i, e);
         }
     }
 }
@@ -75,40 +75,22 @@ void pack_k4_row(const Src& src, int i, Dst& out, Nib nib) {
     }
 }
 
-void pack_q4_k(const BlockQ4_K* rows, int64_t nb, BlockQ4_KR16* out) {
+template <int G, typename B>
+void pack_q4_k(const BlockQ4_K* rows, int64_t nb, B* out) {
     for (int64_t b = 0; b < nb; ++b)
-        for (int i = 0; i < kR16Rows; ++i) pack_k4_row(rows[i * nb + b], i, out[b], [&](int j) { return out[b].qs[j]; });
+        for (int i = 0; i < G; ++i) pack_k4_row<G>(rows[i * nb + b], i, out[b], [&](int j) { return out[b].qs[j]; });
 }
 
-void pack_q4_k_r8(const BlockQ4_K* rows, int64_t nb, BlockQ4_KR8* out) {
-    for (int64_t b = 0; b < nb; ++b)
-        for (int i = 0; i < kR8Rows; ++i) pack_k4_row<kR8Rows>(rows[i * nb + b], i, out[b], [&](int j) { return out[b].qs[j]; });
-}
-
-void pack_q5_k_r8(const BlockQ5_K* rows, int64_t nb, BlockQ5_KR8* out) {
+template <int G, typename B>
+void pack_q5_k(const BlockQ5_K* rows, int64_t nb, B* out) {
     for (int64_t b = 0; b < nb; ++b) {
-        std::memset(&out[b], 0, sizeof(BlockQ5_KR8));
-        for (int i = 0; i < kR8Rows; ++i) {
+        std::memset(&out[b], 0, sizeof(B));
+        for (int i = 0; i < G; ++i) {
             const BlockQ5_K& src = rows[i * nb + b];
-            pack_k4_row<kR8Rows>(src, i, out[b], [&](int j) { return out[b].s[j].nib; });
+            pack_k4_row<G>(src, i, out[b], [&](int j) { return out[b].s[j].nib; });
             for (int j = 0; j < 8; ++j)
-                for (int e = 0; e < 32; ++e)  // element e's fifth bit (bit j of qh[e]): register e / 4, bit 4i + e % 4
-                    if ((src.qh[e] >> j) & 1) out[b].s[j].qh[e / 4] |= 1u << (4 * i + e % 4);
-        }
-    }
-}
-
-void pack_q5_k(const BlockQ5_K* rows, int64_t nb, BlockQ5_KR16* out) {
-    for (int64_t b = 0; b < nb; ++b) {
-        std::memset(&out[b], 0, sizeof(BlockQ5_KR16));
-        for (int i = 0; i < kR16Rows; ++i) {
-            const BlockQ5_K& src = rows[i * nb + b];
-            pack_k4_row(src, i, out[b], [&](int j) { return out[b].s[j].nib; });
-            for (int j = 0; j < 8; ++j)
-                for (int e = 0; e < 32; ++e) {  // element e's fifth bit (bit j of qh[e]): register e / 4, bit 4i + e % 4
-                    const int bit = 4 * i + e % 4;
-                    if ((src.qh[e] >> j) & 1) out[b].s[j].qh[e / 4][bit / 8] |= uint8_t(1u << (bit % 8));
-                }
+                for (int e = 0; e < 32; ++e)  // element e's fifth bit is bit j of qh[e]
+                    if ((src.qh[e] >> j) & 1) set_fifth_bit(out[b].s[j].qh, i, e);
         }
     }
 }
@@ -143,6 +125,30 @@ void pack_q6_k(const BlockQ6_K* rows, int64_t nb, B* out) {
     }
 }
 
+// Every layout repack_rows makes, the file type it is made from, and its packer (sixteen / eight rows of nb
+// blocks in, nb interleaved blocks out).
+struct Packer {
+    DType from, to;
+    void (*pack)(const uint8_t* rows, int64_t nb, uint8_t* out);
+};
+template <typename Src, typename Dst, void (*F)(const Src*, int64_t, Dst*)>
+void pack_bytes(const uint8_t* rows, int64_t nb, uint8_t* out) {
+    F(reinterpret_cast<const Src*>(rows), nb, reinterpret_cast<Dst*>(out));
+}
+constexpr Packer kPackers[] = {
+    {DType::Q8_0, DType::Q8_0_R16, pack_bytes<BlockQ8_0, BlockQ8_0R16, pack_q8_0>},
+    {DType::Q4_0, DType::Q4_0_R16, pack_bytes<BlockQ4_0, BlockQ4_0R16, pack_nibble_rows<kR16Rows>>},
+    {DType::Q5_0, DType::Q5_0_R16, pack_bytes<BlockQ5_0, BlockQ5_0R16, pack_q5_0<kR16Rows>>},
+    {DType::Q4_K, DType::Q4_K_R16, pack_bytes<BlockQ4_K, BlockQ4_KR16, pack_q4_k<kR16Rows>>},
+    {DType::Q5_K, DType::Q5_K_R16, pack_bytes<BlockQ5_K, BlockQ5_KR16, pack_q5_k<kR16Rows>>},
+    {DType::Q6_K, DType::Q6_K_R16, pack_bytes<BlockQ6_K, BlockQ6_KR16, pack_q6_k<kR16Rows>>},
+    {DType::Q4_0, DType::Q4_0_R8, pack_bytes<BlockQ4_0, BlockQ4_0R8, pack_nibble_rows<kR8Rows>>},
+    {DType::Q5_0, DType::Q5_0_R8, pack_bytes<BlockQ5_0, BlockQ5_0R8, pack_q5_0<kR8Rows>>},
+    {DType::Q4_K, DType::Q4_K_R8, pack_bytes<BlockQ4_K, BlockQ4_KR8, pack_q4_k<kR8Rows>>},
+    {DType::Q5_K, DType::Q5_K_R8, pack_bytes<BlockQ5_K, BlockQ5_KR8, pack_q5_k<kR8Rows>>},
+    {DType::Q6_K, DType::Q6_K_R8, pack_bytes<BlockQ6_K, BlockQ6_KR8, pack_q6_k<kR8Rows>>},
+};
+
 // Row i of a group of repacked K-quant blocks: each block unpacked to the file's layout, then dequantized.
 template <typename P, auto Row>
 void dequantize_k_row(DType file, const uint8_t* group, int i, int64_t cols, float* out) {
@@ -175,18 +181,10 @@ int interleaved_rows(DType t) {
 }
 
 void repack_rows(DType from, DType to, void* data, int64_t rows, int64_t cols) {
-    const bool q8 = from == DType::Q8_0 && to == DType::Q8_0_R16;
-    const bool q4 = from == DType::Q4_0 && to == DType::Q4_0_R16;
-    const bool q5 = from == DType::Q5_0 && to == DType::Q5_0_R16;
-    const bool q4k = from == DType::Q4_K && to == DType::Q4_K_R16;
-    const bool q6k = from == DType::Q6_K && to == DType::Q6_K_R16;
-    const bool q5k = from == DType::Q5_K && to == DType::Q5_K_R16;
-    const bool q4r8 = from == DType::Q4_0 && to == DType::Q4_0_R8;
-    const bool q5r8 = from == DType::Q5_0 && to == DType::Q5_0_R8;
-    const bool q4kr8 = from == DType::Q4_K && to == DType::Q4_K_R8;
-    const bool q5kr8 = from == DType::Q5_K && to == DType::Q5_K_R8;
-    const bool q6kr8 = from == DType::Q6_K && to == DType::Q6_K_R8;
-    if (!q8 && !q4 && !q5 && !q4k && !q6k && !q5k && !q4r8 && !q5r8 && !q4kr8 && !q5kr8 && !q6kr8) fail("repack: no layout ", dtype_name(to), " for ", dtype_name(from));
+    const Packer* packer = nullptr;
+    for (const Packer& p : kPackers)
+        if (p.from == from && p.to == to) packer = &p;
+    if (!packer) fail("repack: no layout ", dtype_name(to), " for ", dtype_name(from));
     const int64_t block = traits(from).block_elems;
     const int g_rows = interleaved_rows(to);
     if (rows % g_rows != 0 || cols % block != 0)
@@ -199,17 +197,7 @@ void repack_rows(DType from, DType to, void* data, int64_t rows, int64_t cols) {
         for (int64_t g = g0; g < g1; ++g) {
             uint8_t* p = base + size_t(g) * group_bytes;
             std::memcpy(tmp.data(), p, group_bytes);
-            if (q8) pack_q8_0(reinterpret_cast<const BlockQ8_0*>(tmp.data()), nb, reinterpret_cast<BlockQ8_0R16*>(p));
-            else if (q4) pack_nibble_rows<kR16Rows>(reinterpret_cast<const BlockQ4_0*>(tmp.data()), nb, reinterpret_cast<BlockQ4_0R16*>(p));
-            else if (q4k) pack_q4_k(reinterpret_cast<const BlockQ4_K*>(tmp.data()), nb, reinterpret_cast<BlockQ4_KR16*>(p));
-            else if (q6k) pack_q6_k<kR16Rows>(reinterpret_cast<const BlockQ6_K*>(tmp.data()), nb, reinterpret_cast<BlockQ6_KR16*>(p));
-            else if (q6kr8) pack_q6_k<kR8Rows>(reinterpret_cast<const BlockQ6_K*>(tmp.data()), nb, reinterpret_cast<BlockQ6_KR8*>(p));
-            else if (q5k) pack_q5_k(reinterpret_cast<const BlockQ5_K*>(tmp.data()), nb, reinterpret_cast<BlockQ5_KR16*>(p));
-            else if (q4r8) pack_nibble_rows<kR8Rows>(reinterpret_cast<const BlockQ4_0*>(tmp.data()), nb, reinterpret_cast<BlockQ4_0R8*>(p));
-            else if (q5kr8) pack_q5_k_r8(reinterpret_cast<const BlockQ5_K*>(tmp.data()), nb, reinterpret_cast<BlockQ5_KR8*>(p));
-            else if (q4kr8) pack_q4_k_r8(reinterpret_cast<const BlockQ4_K*>(tmp.data()), nb, reinterpret_cast<BlockQ4_KR8*>(p));
-            else if (q5r8) pack_q5_0<kR8Rows>(reinterpret_cast<const BlockQ5_0*>(tmp.data()), nb, reinterpret_cast<BlockQ5_0R8*>(p));
-            else pack_q5_0<kR16Rows>(reinterpret_cast<const BlockQ5_0*>(tmp.data()), nb, reinterpret_cast<BlockQ5_0R16*>(p));
+            packer->pack(tmp.data(), nb, p);
         }
     };
     // Groups are independent: a large matrix is shared out over the cores (a 1.2 GB Q6_K model took 2.3 s

@@ -16,7 +16,6 @@
 #include <immintrin.h>
 
 #include <cstring>
-#include <utility>
 
 #include "tensor/kernels.h"
 #include "tensor/quant.h"

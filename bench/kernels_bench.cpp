@@ -18,6 +18,8 @@
 #include <random>
 #include <vector>
 
+#include "kv/kv_cache.h"
+#include "model/attention.h"
 #include "tensor/bandwidth.h"
 #include "tensor/matmul.h"
 #include "tensor/quant.h"
@@ -223,6 +225,62 @@ void BM_Stories260KStep(benchmark::State& state) {
     state.counters["matmuls"] = double(ws.size());
 }
 
+// One attention unit as forward() runs it (tests/model/attention_test.cpp checks the results): the query
+// heads of one KV head for a few consecutive tokens, over n_pos cached positions of the 0.5B shape
+// (head dim 64, block 16). range: 0 = queries (7 heads x tokens; 63 = a draft block's tile of 9 tokens),
+// 1 = positions, 2 = cache type (0 f32, 1 f16, 2 q8_0). One thread; the cache (~0.4 MB at 1.5k) stays
+// in L2, as it does for the layer being attended. 3 = isa. GFLOP/s counts 4 * head_dim per (query, position).
+void BM_Attention(benchmark::State& state) {
+    const Isa isa = Isa(state.range(3));
+    if (int(isa) > int(best_isa())) {
+        state.SkipWithError("isa not supported");
+        return;
+    }
+    set_isa(isa);
+    const int nq = int(state.range(0)), n_pos = int(state.range(1));
+    const DType type = state.range(2) == 0 ? DType::F32 : state.range(2) == 1 ? DType::F16 : DType::Q8_0;
+    constexpr int hd = 64, kv_dim = 128, bs = 16;
+    const int n_blocks = (n_pos + bs - 1) / bs;
+    KVCache kv({.n_layers = 1, .kv_dim = kv_dim, .block_size = bs, .type = type, .n_blocks = n_blocks});
+    std::vector<int32_t> table;
+    for (int b = 0; b < n_blocks; ++b) table.push_back(kv.alloc());
+    std::mt19937 rng(3);
+    std::normal_distribution<float> nd(0, 1);
+    const size_t half = kv.row_bytes() * bs;  // one layer's K (or V) bytes per block
+    for (int b = 0; b < n_blocks; ++b)
+        for (uint8_t* p : {kv.k(b, 0), kv.v(b, 0)}) {
+            if (type == DType::F32) for (size_t i = 0; i < half / 4; ++i) reinterpret_cast<float*>(p)[i] = nd(rng);
+            else if (type == DType::F16) for (size_t i = 0; i < half / 2; ++i) reinterpret_cast<uint16_t*>(p)[i] = fp32_to_fp16(nd(rng));
+            else for (size_t i = 0; i < half; ++i) p[i] = uint8_t(rng() % 200);  // levels; scales below
+        }
+    if (type == DType::Q8_0)
+        for (int b = 0; b < n_blocks; ++b) {
+            for (int i = 0; i < bs * kv_dim / QK; ++i) kv.k_scales(b, 0)[i] = fp32_to_fp16(0.01f);
+            for (int j = 0; j < bs; ++j)
+                for (int c = 0; c < kv_dim / QK; ++c)
+                    reinterpret_cast<BlockQ8_0*>(kv.v(b, 0) + size_t(j) * kv.row_bytes())[c].d = fp32_to_fp16(0.01f);
+        }
+    const int group = 7, tokens = (nq + group - 1) / group;
+    std::vector<float> q(size_t(nq) * hd), out(q.size());
+    for (float& x : q) x = nd(rng);
+    HeadAttention a{&kv, 0, table, n_pos, 1, hd};
+    QueryGroup g;
+    g.n = nq;
+    for (int i = 0; i < nq; ++i) {
+        g.q[i] = &q[size_t(i) * hd];
+        g.out[i] = &out[size_t(i) * hd];
+        g.n_pos[i] = n_pos - (tokens - 1 - i / group);  // causal: the group's last token sees them all
+    }
+    std::vector<float> scratch(attend_group_scratch(a));
+    for (auto _ : state) {
+        attend_group(a, g, scratch.data());
+        benchmark::DoNotOptimize(out.data());
+    }
+    state.counters["GFLOP/s"] = benchmark::Counter(4.0 * hd * nq * n_pos, benchmark::Counter::kIsIterationInvariantRate);
+    state.SetLabel(std::string(dtype_name(type)) + " " + isa_name(isa));
+    set_isa(best_isa());
+}
+
 void BM_Bandwidth(benchmark::State& state) {
     ThreadPool* p = state.range(0) > 1 ? &pool() : nullptr;
     double gbs = 0;
@@ -285,6 +343,7 @@ void small_args(benchmark::internal::Benchmark* b) {
 
 BENCHMARK(BM_Bandwidth)->Arg(1)->Arg(kThreads)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_PoolRun);
+BENCHMARK(BM_Attention)->ArgsProduct({{7, 63}, {1544}, {0, 1, 2}, {1, 2}})->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Stories260KStep)->UseRealTime();
 BENCHMARK(BM_Matmul)->Name("Decode")->Apply(decode_args)->Unit(benchmark::kMicrosecond)->UseManualTime();
 BENCHMARK(BM_Matmul)->Name("Prefill512")->Apply(prefill_args)->Unit(benchmark::kMillisecond)->UseManualTime();

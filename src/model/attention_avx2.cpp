@@ -1,4 +1,4 @@
-// AVX2 + FMA + F16C attention for one head; head_dim a multiple of 8.
+// AVX2 + FMA + F16C grouped attention (model/attention.h); head_dim a multiple of 8.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -50,20 +50,122 @@ void dequantize_q8_block(const KVCache& kv, int32_t b, int layer, int64_t off, i
     }
 }
 
-// NC = block_size / 8 and NV = head_dim / 8 are compile-time so the accumulator arrays live in registers
-// (with run-time bounds GCC keeps them on the stack: a store-forwarding chain per FMA, 3-4x slower).
+constexpr int kPair = 2;
+// Positions per online-softmax step: four 8-lane registers. Two queries' scores for them (8 accumulators),
+// the four key registers and a broadcast fit the 16 ymm registers.
+constexpr int kSpan = 32, kRegs = kSpan / 8;
+
+// Lanes of register r (positions 8r .. 8r+7 of the span) that a query seeing n of the span's positions sees.
+inline __m256 lanes_below(int n, int r) {
+    const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    return _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(n - 8 * r), iota));
+}
+inline float hmax(__m256 v) {
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    m = _mm_max_ss(m, _mm_movehdup_ps(m));
+    return _mm_cvtss_f32(m);
+}
+
+// A span of kSpan positions as f32: per 8 positions, key dimension d at kt[r] + d * kt_stride (always
+// readable; lanes past the span's positions hold stale or repeated keys); per position its value row.
+struct Span {
+    const float* kt[kRegs];
+    int kt_stride;
+    const float* vt[kSpan];
+    int p0, n;
+};
+
+// NQ (1 or 2) queries from i0 over one span, NV = head_dim / 8. Each key register is loaded once for the
+// pair and each value register once for the pair; every query's own arithmetic (its scores in dimension
+// order, its max, exps and sums, its weighted sum in position order) is the same whatever its partner is,
+// so a token gets bit-identical output alone or in a batch.
+template <int NV, int NQ>
+void pair_span(const QueryGroup& g, int i0, const Span& sv, __m256 scale, float* m, float* l, float* sc) {
+    constexpr int hd = 8 * NV;
+    constexpr int kVPass = NV < 4 ? NV : 4;  // value registers per query per pass (2 x 4 accumulators)
+    int ni[NQ];
+    int lo = kSpan, hi = 0;
+    for (int u = 0; u < NQ; ++u) {
+        ni[u] = std::clamp(g.n_pos[i0 + u] - sv.p0, 0, sv.n);
+        lo = std::min(lo, ni[u]);
+        hi = std::max(hi, ni[u]);
+    }
+    if (hi == 0) return;
+    __m256 acc[NQ][kRegs];
+    for (int u = 0; u < NQ; ++u)
+        for (int r = 0; r < kRegs; ++r) acc[u][r] = _mm256_setzero_ps();
+    for (int d = 0; d < hd; ++d) {
+        __m256 kd[kRegs];
+        for (int r = 0; r < kRegs; ++r) kd[r] = _mm256_loadu_ps(sv.kt[r] + d * sv.kt_stride);
+        for (int u = 0; u < NQ; ++u) {
+            const __m256 qd = _mm256_broadcast_ss(g.q[i0 + u] + d);
+            for (int r = 0; r < kRegs; ++r) acc[u][r] = _mm256_fmadd_ps(qd, kd[r], acc[u][r]);
+        }
+    }
+    // The scaled scores to memory (indexing the accumulators by query below would keep them on the stack
+    // through the FMA loop), then the online softmax per query: rescale what was accumulated under the old max.
+    for (int u = 0; u < NQ; ++u)
+        for (int r = 0; r < kRegs; ++r) _mm256_storeu_ps(sc + (i0 + u) * kSpan + 8 * r, _mm256_mul_ps(acc[u][r], scale));
+    float rescale[NQ];
+    for (int u = 0; u < NQ; ++u) {
+        const int i = i0 + u;
+        rescale[u] = 1.0f;
+        if (ni[u] == 0) continue;
+        float* s = sc + i * kSpan;
+        __m256 mx = _mm256_set1_ps(-INFINITY);
+        for (int r = 0; r < kRegs; ++r) mx = _mm256_blendv_ps(mx, _mm256_max_ps(mx, _mm256_loadu_ps(s + 8 * r)), lanes_below(ni[u], r));
+        const float m_new = std::max(m[i], hmax(mx));
+        rescale[u] = m[i] == -INFINITY ? 0.0f : std::exp(m[i] - m_new);
+        __m256 sum = _mm256_setzero_ps();
+        for (int r = 0; r < kRegs; ++r) {
+            const __m256 e = _mm256_and_ps(lanes_below(ni[u], r), exp_simd::exp8(_mm256_sub_ps(_mm256_loadu_ps(s + 8 * r), _mm256_set1_ps(m_new))));
+            _mm256_storeu_ps(s + 8 * r, e);
+            sum = _mm256_add_ps(sum, e);
+        }
+        l[i] = l[i] * rescale[u] + hsum(sum);
+        m[i] = m_new;
+    }
+    // Weighted sum of values, kVPass registers of each query's output at a time. Past a query's own
+    // positions (the last span only) its FMAs are skipped, so its sums stay exactly as they were.
+    for (int v0 = 0; v0 < NV; v0 += kVPass) {
+        __m256 o[NQ][kVPass];
+        for (int u = 0; u < NQ; ++u) {
+            const __m256 r = _mm256_set1_ps(rescale[u]);
+            for (int v = 0; v < kVPass; ++v) o[u][v] = _mm256_mul_ps(_mm256_loadu_ps(g.out[i0 + u] + 8 * (v0 + v)), r);
+        }
+        for (int j = 0; j < hi; ++j) {
+            __m256 vv[kVPass];
+            for (int v = 0; v < kVPass; ++v) vv[v] = _mm256_loadu_ps(sv.vt[j] + 8 * (v0 + v));
+            for (int u = 0; u < NQ; ++u) {
+                if (j >= ni[u]) continue;
+                const __m256 w = _mm256_broadcast_ss(sc + (i0 + u) * kSpan + j);
+                for (int v = 0; v < kVPass; ++v) o[u][v] = _mm256_fmadd_ps(w, vv[v], o[u][v]);
+            }
+        }
+        for (int u = 0; u < NQ; ++u)
+            for (int v = 0; v < kVPass; ++v) _mm256_storeu_ps(g.out[i0 + u] + 8 * (v0 + v), o[u][v]);
+    }
+}
+
+// The queries of a group walk the cache once, kSpan positions at a time, two queries at a time: per
+// dimension four key loads feed eight FMAs (the one-query kernel this replaced loaded a key register per
+// FMA and was bound by loads, at ~28% of the FMA rate on a 0.5B draft block). NC = block_size / 8 and
+// NV = head_dim / 8 are compile-time so the accumulators live in registers. An f32 cache is read in place;
+// f16 and Q8_0 are converted once per span for all the queries (the same f32 values either way).
 template <typename T, int NC, int NV>
 void attend_group_t(const HeadAttention& a, const QueryGroup& g, float* scratch) {
     const KVCache& kv = *a.kv;
-    constexpr int bs = 8 * NC, hd = 8 * NV, nv = NV;
+    constexpr int bs = 8 * NC, hd = 8 * NV;
+    static_assert(kSpan % bs == 0);
     const int kv_dim = kv.config().kv_dim;
-    const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+    const __m256 scale = _mm256_set1_ps(1.0f / std::sqrt(static_cast<float>(hd)));
     const int64_t off = static_cast<int64_t>(a.kv_head) * hd;  // V: column offset; K: row offset * bs
-    float* kb = scratch;                    // (bs, hd) keys of the block, f32
-    float* vb = kb + bs * hd;               // (bs, hd) values
-    float* m = vb + bs * hd;                // (n) running max
+    float* kb = scratch;                    // (kSpan / bs) x (hd, bs) keys as f32
+    float* vb = kb + kSpan * hd;            // (kSpan, hd) values as f32
+    float* m = vb + kSpan * hd;             // (n) running max
     float* l = m + kMaxGroupQueries;        // (n) running sum of weights
-    float* sc = l + kMaxGroupQueries;       // (n, bs) this block's scores, then weights
+    float* sc = l + kMaxGroupQueries;       // (n, kSpan) this span's weights
     int n_max = 0;
     for (int i = 0; i < g.n; ++i) {
         m[i] = -INFINITY;
@@ -71,79 +173,42 @@ void attend_group_t(const HeadAttention& a, const QueryGroup& g, float* scratch)
         std::fill(g.out[i], g.out[i] + hd, 0.0f);
         n_max = std::max(n_max, g.n_pos[i]);
     }
-    for (int p0 = 0; p0 < n_max; p0 += bs) {
-        const int32_t b = a.blocks[p0 / bs];
-        const int n = std::min(bs, n_max - p0);
-        const T* kr = reinterpret_cast<const T*>(kv.k(b, a.layer)) + off * bs;
-        const T* vr = reinterpret_cast<const T*>(kv.v(b, a.layer)) + off;
-        // K is stored transposed, (hd, bs) per head, so 8 positions' scores come from one FMA per dimension
-        // (no horizontal sums); V is (bs, hd) for the weighted sum. Slots past n hold stale values: their
-        // scores are computed and never read.
-        // An f32 cache is read in place; f16 is converted once per block for all the queries.
-        const float* kt = kb;
-        const float* vt = vb;
-        int v_stride = hd;
-        if constexpr (std::is_same_v<T, float>) {
-            kt = kr;
-            vt = vr;
-            v_stride = kv_dim;
-        } else if constexpr (std::is_same_v<T, int8_t>) {
-            dequantize_q8_block<bs, hd>(kv, b, a.layer, off, n, kb, vb);
-        } else {
-            to_f32(kr, kb, hd * bs);
-            for (int j = 0; j < n; ++j) to_f32(vr + static_cast<int64_t>(j) * kv_dim, vb + j * hd, hd);
-        }
-        constexpr int n8 = NC;  // padded positions score 0 and are never read
-        for (int i = 0; i < g.n; ++i) {
-            const int ni = std::min(n, g.n_pos[i] - p0);  // positions of this block query i sees
-            if (ni <= 0) continue;
-            const float* q = g.q[i];
-            float* s = sc + i * bs;
-            __m256 acc[8];
-            for (int c = 0; c < n8; ++c) acc[c] = _mm256_setzero_ps();
-            for (int d = 0; d < hd; ++d) {
-                const __m256 qd = _mm256_broadcast_ss(q + d);
-                const float* kd = kt + d * bs;
-                for (int c = 0; c < n8; ++c) acc[c] = _mm256_fmadd_ps(qd, _mm256_loadu_ps(kd + 8 * c), acc[c]);
-            }
-            const __m256 vscale = _mm256_set1_ps(scale);
-            for (int c = 0; c < n8; ++c) _mm256_storeu_ps(s + 8 * c, _mm256_mul_ps(acc[c], vscale));
-            float bmax = -INFINITY;
-            for (int j = 0; j < ni; ++j) bmax = std::max(bmax, s[j]);
-            // Online softmax: rescale what was accumulated under the old max.
-            const float m_new = std::max(m[i], bmax);
-            const float rescale = m[i] == -INFINITY ? 0.0f : std::exp(m[i] - m_new);
-            float bsum = 0;
-            int j = 0;
-            for (; j + 8 <= ni; j += 8) {
-                const __m256 e = exp_simd::exp8(_mm256_sub_ps(_mm256_loadu_ps(s + j), _mm256_set1_ps(m_new)));
-                _mm256_storeu_ps(s + j, e);
-                bsum += hsum(e);
-            }
-            for (; j < ni; ++j) {
-                s[j] = std::exp(s[j] - m_new);
-                bsum += s[j];
-            }
-            l[i] = l[i] * rescale + bsum;
-            m[i] = m_new;
-            float* o = g.out[i];
-            const __m256 r = _mm256_set1_ps(rescale);
-            for (int v0 = 0; v0 < nv; v0 += 8) {  // 8 accumulators (64 dims) at a time in registers
-                constexpr int nvv = nv < 8 ? nv : 8;
-                __m256 acc[8];
-                for (int v = 0; v < nvv; ++v) acc[v] = _mm256_mul_ps(_mm256_loadu_ps(o + 8 * (v0 + v)), r);
-                for (int j = 0; j < ni; ++j) {
-                    const __m256 w = _mm256_set1_ps(s[j]);
-                    const float* vv = vt + j * v_stride + 8 * v0;
-                    for (int v = 0; v < nvv; ++v) acc[v] = _mm256_fmadd_ps(w, _mm256_loadu_ps(vv + 8 * v), acc[v]);
+    Span sv;
+    for (int p0 = 0; p0 < n_max; p0 += kSpan) {
+        sv.p0 = p0;
+        sv.n = std::min(kSpan, n_max - p0);
+        const int n_blocks = (sv.n + bs - 1) / bs;
+        for (int bi = 0; bi < n_blocks; ++bi) {
+            const int32_t b = a.blocks[p0 / bs + bi];
+            const int nj = std::min(bs, sv.n - bi * bs);  // K slots past nj hold stale values: scored, never read
+            const T* kr = reinterpret_cast<const T*>(kv.k(b, a.layer)) + off * bs;
+            const T* vr = reinterpret_cast<const T*>(kv.v(b, a.layer)) + off;
+            const float* kt = kb + bi * hd * bs;
+            if constexpr (std::is_same_v<T, float>) {
+                kt = kr;
+                for (int j = 0; j < nj; ++j) sv.vt[bi * bs + j] = vr + int64_t(j) * kv_dim;
+            } else {
+                float* vf = vb + bi * bs * hd;
+                if constexpr (std::is_same_v<T, int8_t>) dequantize_q8_block<bs, hd>(kv, b, a.layer, off, nj, kb + bi * hd * bs, vf);
+                else {
+                    to_f32(kr, kb + bi * hd * bs, hd * bs);
+                    for (int j = 0; j < nj; ++j) to_f32(vr + int64_t(j) * kv_dim, vf + j * hd, hd);
                 }
-                for (int v = 0; v < nvv; ++v) _mm256_storeu_ps(o + 8 * (v0 + v), acc[v]);
+                for (int j = 0; j < nj; ++j) sv.vt[bi * bs + j] = vf + j * hd;
             }
+            for (int c = 0; c < NC; ++c) sv.kt[bi * NC + c] = kt + 8 * c;
         }
+        // Registers past the sequence's last block read the span's first one again: scored, never read
+        // (every query's max and weights are masked to its own positions).
+        for (int r = n_blocks * NC; r < kRegs; ++r) sv.kt[r] = sv.kt[0];
+        sv.kt_stride = bs;
+        int i0 = 0;
+        for (; i0 + kPair <= g.n; i0 += kPair) pair_span<NV, kPair>(g, i0, sv, scale, m, l, sc);
+        if (i0 < g.n) pair_span<NV, 1>(g, i0, sv, scale, m, l, sc);
     }
     for (int i = 0; i < g.n; ++i) {
         const __m256 inv = _mm256_set1_ps(1.0f / l[i]);
-        for (int v = 0; v < nv; ++v) _mm256_storeu_ps(g.out[i] + 8 * v, _mm256_mul_ps(_mm256_loadu_ps(g.out[i] + 8 * v), inv));
+        for (int v = 0; v < NV; ++v) _mm256_storeu_ps(g.out[i] + 8 * v, _mm256_mul_ps(_mm256_loadu_ps(g.out[i] + 8 * v), inv));
     }
 }
 

@@ -95,7 +95,7 @@ void check_grouped_kernel(GroupKernel kernel, std::initializer_list<int> head_di
 
 TEST(Attention, Avx2GroupedQueriesMatchReferenceAndAreBatchInvariant) {
     if (best_isa() == Isa::Scalar) GTEST_SKIP() << "this CPU has no AVX2";
-    check_grouped_kernel(detail::attend_group_avx2, {8, 64}, {16});
+    check_grouped_kernel(detail::attend_group_avx2, {8, 16, 32, 64, 128}, {8, 16, 32});
 }
 
 TEST(Attention, Avx512GroupedQueriesMatchReferenceAndAreBatchInvariant) {

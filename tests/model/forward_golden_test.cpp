@@ -10,6 +10,7 @@
 
 #include "model_test_util.h"
 #include "sample/sampler.h"
+#include "tensor/matmul.h"
 #include "test_paths.h"
 
 using namespace flint;
@@ -80,6 +81,24 @@ TEST(ForwardGolden, FlintTinyCode) {
     FLINT_REQUIRE_SHARED("golden/flint-tiny-code.logits.f32");
     expect_golden("models/flint-tiny-code.gguf", "golden/flint-tiny-code.tokens", "golden/flint-tiny-code.logits.f32", 2,
                   false);
+}
+
+// The golden holds for every kernel path the dispatcher can pick, not only this CPU's best: the scalar
+// reference and AVX2 (attention in spans of 32 positions, two queries at a time; here a whole prompt in
+// one batch and token by token). Weights are loaded (and repacked) under the path being checked.
+TEST(ForwardGolden, EveryKernelPath) {
+    FLINT_REQUIRE_SHARED("golden/stories260K.logits.f32");
+    FLINT_REQUIRE_SHARED("golden/tiny-qwen2.logits.f32");
+    const Isa best = best_isa();
+    for (Isa isa : {Isa::Scalar, Isa::AVX2}) {
+        if (int(isa) >= int(best)) continue;  // the best path is what the tests above run
+        SCOPED_TRACE(isa_name(isa));
+        set_isa(isa);
+        expect_golden("models/stories260K.gguf", "golden/stories260K.tokens", "golden/stories260K.logits.f32", 2, false);
+        expect_golden("models/stories260K.gguf", "golden/stories260K.tokens", "golden/stories260K.logits.f32", 1, true);
+        expect_golden("models/tiny-qwen2-f32.gguf", "golden/tiny-qwen2.tokens", "golden/tiny-qwen2.logits.f32", 2, false);
+    }
+    set_isa(best);
 }
 
 // All 9 prompts of the llama.cpp exact-mode dump: top-5 ids and logits, log-sum-exp at every position,

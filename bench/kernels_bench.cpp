@@ -334,6 +334,14 @@ void cpu_small_batch_args(benchmark::internal::Benchmark* b) {
     for (int nt : {1, 16, 17}) b->Args({type_index(DType::Q8_0), 8192, 4864, nt, 2, 1});
 }
 
+void cpu_layouts_args(benchmark::internal::Benchmark* b) {
+    // Every repacked layout (AVX2: eight rows, AVX-512: sixteen) at the token counts of batched decode and
+    // draft blocks, on a 4864-wide matrix (the K-quants' blocks are 256 wide).
+    for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q5_0, DType::Q4_K, DType::Q5_K, DType::Q6_K})
+        for (int isa = 1; isa <= 2; ++isa)
+            for (int nt : {1, 2, 4, 8, 17}) b->Args({type_index(t), 8192, 4864, nt, isa, 1});
+}
+
 void small_args(benchmark::internal::Benchmark* b) {
     // The single-thread crossover: the same small F32/Q8_0 products with 1 and 2 threads.
     for (DType t : {DType::F32, DType::Q8_0})
@@ -351,6 +359,7 @@ BENCHMARK(BM_Matmul)->Name("Small")->Apply(small_args)->Unit(benchmark::kMicrose
 BENCHMARK(BM_ReadCpu)->Name("Cpu1T/read")->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_MatmulCpu)->Name("Cpu1T")->Apply(cpu_args)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_MatmulCpu)->Name("Cpu1TFew")->Apply(cpu_small_batch_args)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_MatmulCpu)->Name("Cpu1TLayouts")->Apply(cpu_layouts_args)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_ModelDecode)
     ->Args({type_index(DType::Q8_0), 2, 1})->Args({type_index(DType::Q4_0), 2, 1})
     ->Args({type_index(DType::Q8_0), 1, 1})->Args({type_index(DType::Q4_0), 1, 1})

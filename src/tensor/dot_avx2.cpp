@@ -20,6 +20,7 @@
 
 #include "tensor/hsum_avx2.h"
 #include "tensor/kernels.h"
+#include "tensor/prefetch.h"
 #include "tensor/quant_internal.h"
 #include "tensor/tile_groups.h"
 
@@ -330,6 +331,10 @@ void tile_k(int64_t cols, const void* w, size_t ws, int nr, const void* a, size_
     }
 }
 
+// The eight-row kernels prefetch the weight stream (tensor/prefetch.h) from two tokens a pass, as the
+// sixteen-row ones do (not Q6_K's: slower with it at 2-17 tokens, kernels_bench Cpu1TLayouts).
+constexpr int kPrefetchFrom = 2;
+
 // ---- Q4_0 and Q5_0, eight rows interleaved (BlockQ4_0R8 / BlockQ5_0R8, tensor/repack.h) ----------------
 // Per block, four loads give eight registers of 4-element quads, 32-bit lane i = row i (levels 0..15; Q5_0
 // adds 16 where a 32-bit mask per register has the fifth bit). Per token: eight VPMADDUBSW against the
@@ -406,6 +411,7 @@ void group_r8(int64_t nb, const typename W::Block* wb, const uint8_t* a, size_t 
     __m256 acc[T];
     for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
+        if constexpr (T >= kPrefetchFrom) prefetch_stream(wb + b, sizeof(wb[b]));
         __m256i w[8];
         W::load(wb[b], w);
         const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb[b].d)));
@@ -449,6 +455,7 @@ void group_q45kr8(int64_t nb, const typename L::Block* wb, const uint8_t* a, siz
     const __m256i lo6 = _mm256_set1_epi32(0x3f3f3f3f), lo4 = _mm256_set1_epi32(0x0f0f0f0f), lo2 = _mm256_set1_epi32(0x03030303);
     for (int64_t b = 0; b < nb; ++b) {
         const typename L::Block& B = wb[b];
+        if constexpr (T >= kPrefetchFrom) prefetch_stream(&B, sizeof(B));
         const __m256i w0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(B.sc[0]));
         const __m256i w1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(B.sc[1]));
         const __m256i w2 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(B.sc[2]));

@@ -18,6 +18,7 @@
 #include <cstring>
 
 #include "tensor/kernels.h"
+#include "tensor/prefetch.h"
 #include "tensor/quant.h"
 #include "tensor/tile_groups.h"
 
@@ -32,7 +33,6 @@ static_assert(kR16Rows == 16, "one repacked row per 32-bit lane of a 512-bit reg
 struct Q8R16 {
     using Block = BlockQ8_0R16;
     static constexpr int kOffset = 128;
-    static constexpr int kPrefetchFrom = 5;
     // The lanes' start, -128 * sum(a): stored so in the activation block.
     static __m512i init(const BlockQ8_0S& a) { return _mm512_set1_epi32(a.ofs); }
     static void load(const Block& b, __m512i (&w)[8]) {
@@ -43,7 +43,6 @@ struct Q8R16 {
 struct Q4R16 {
     using Block = BlockQ4_0R16;
     static constexpr int kOffset = 8;
-    static constexpr int kPrefetchFrom = 4;
     // The lanes' start, -8 * sum(a) = (-128 * sum(a)) / 16, exactly (an arithmetic shift of a multiple of 16).
     static __m512i init(const BlockQ8_0S& a) { return _mm512_set1_epi32(a.ofs >> 4); }
     static void load(const Block& b, __m512i (&w)[8]) { load_nibbles(b.qs, w); }
@@ -60,7 +59,6 @@ struct Q4R16 {
 struct Q5R16 {
     using Block = BlockQ5_0R16;
     static constexpr int kOffset = 16;
-    static constexpr int kPrefetchFrom = 4;
     // The lanes' start, -16 * sum(a) = (-128 * sum(a)) / 8, exactly.
     static __m512i init(const BlockQ8_0S& a) { return _mm512_set1_epi32(a.ofs >> 3); }
     static void load(const Block& b, __m512i (&w)[8]) {
@@ -85,12 +83,12 @@ inline __m512i dpbusd_quad(__m512i acc, __m512i w, const int8_t* qs, int k) {
     return acc;
 }
 
-// Software prefetch of the weight stream pays only where the kernel is compute-bound (kPrefetchFrom tokens
-// and up). Measured (whole 0.5B step, 2 threads, kernels_bench ModelStep, medians of 3, alternating builds):
-// Q8_0 1 token 17.7 -> 16.1 ms and 4 tokens 24 -> 18.8 ms without it (the hardware prefetcher keeps up with
-// one sequential stream, and the extra instructions cost), 8 tokens 27 -> 38 ms and 16 tokens 31 -> 65 ms
-// without it; Q4_0 likewise, except 4 tokens (10.3 with, 11.5 ms without). flint bench, Q8_0 decode,
-// alternating builds: 54.6 / 54.2 / 53.7 tok/s without, 52.0 / 48.5 / 50.3 with.
+// Software prefetch of the weight stream (tensor/prefetch.h) from two tokens a pass: one token streams
+// fastest on the hardware prefetcher alone (whole 0.5B Q8_0 step, 17.7 -> 16.1 ms without a near-only
+// prefetch, measured earlier; the two-distance one is no better there). Not in the Q6_K kernel: it does
+// more work per byte, and at 17 tokens (three passes, the later ones partly from L3) the requests cost
+// more than they saved (kernels_bench Cpu1TLayouts: 5.3-5.4 -> 5.8-5.9 ms; 1.1-1.4x better at 4-8).
+constexpr int kPrefetchFrom = 2;
 
 // One group of sixteen rows against T tokens: y[t * ldy + i] for row i.
 template <typename W, int T>
@@ -101,10 +99,7 @@ void group_rt(int64_t nb, const typename W::Block* wb, const uint8_t* a, size_t 
     __m512 acc[T];
     for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
-        if constexpr (T >= W::kPrefetchFrom) {
-            const char* next = reinterpret_cast<const char*>(wb + b) + kPrefetchBytes;
-            for (size_t off = 0; off < sizeof(B); off += 64) _mm_prefetch(next + off, _MM_HINT_T0);
-        }
+        if constexpr (T >= kPrefetchFrom) prefetch_stream(wb + b, sizeof(B));
         __m512i w[8];
         W::load(wb[b], w);
         const __m512 s = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb[b].d)));
@@ -178,6 +173,7 @@ void group_q45k(int64_t nb, const typename L::Block* wb, const uint8_t* a, size_
     const __m512i lo6 = _mm512_set1_epi32(0x3f3f3f3f), lo4 = _mm512_set1_epi32(0x0f0f0f0f), lo2 = _mm512_set1_epi32(0x03030303);
     for (int64_t b = 0; b < nb; ++b) {
         const typename L::Block& B = wb[b];
+        if constexpr (T >= kPrefetchFrom) prefetch_stream(&B, sizeof(B));
         // The eight scales and mins of every row (lane), four per 32-bit word, as k4_scales_mins unpacks them.
         const __m512i w0 = _mm512_loadu_si512(B.sc[0]), w1 = _mm512_loadu_si512(B.sc[1]), w2 = _mm512_loadu_si512(B.sc[2]);
         const __m512i s03 = _mm512_and_si512(w0, lo6), m03 = _mm512_and_si512(w1, lo6);

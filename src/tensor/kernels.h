@@ -26,10 +26,11 @@ constexpr int kDecodeRows = 16;
 // Measured (whole 0.5B Q8_0 step, 2 threads, kernels_bench ModelStep): 32 tokens streamed 144 ms, by
 // 4x4 tiles 171 ms; from ~64 tokens the two are even (prompts keep the tiles, which need no re-reads).
 constexpr int kStreamTokens = 32;
-// Row-streaming kernels prefetch this far ahead in the weight stream. Measured with the weights on
-// 2 MiB pages (one thread, per CPU-second, 40000x896, two rounds under load; kernels_bench Cpu1T):
-// 512 -> 2048 bytes: Q8_0 decode 17.7 -> 19.5 GB/s, Q4_0 14 -> 16.8 GB/s, 8 tokens Q8_0 +25%; 4096 no
-// better. (With the weights on 4 KiB pages, 1-4 KB had measured no better than 512.)
+// Row-streaming kernels prefetch this far ahead in the weight stream (into L1; the interleaved-layout
+// kernels also further ahead into L2, tensor/prefetch.h). Measured with the weights on 2 MiB pages (one
+// thread, per CPU-second, 40000x896, two rounds under load; kernels_bench Cpu1T): 512 -> 2048 bytes: Q8_0
+// decode 17.7 -> 19.5 GB/s, Q4_0 14 -> 16.8 GB/s, 8 tokens Q8_0 +25%; 4096 no better. (With the weights on
+// 4 KiB pages, 1-4 KB had measured no better than 512.)
 constexpr int kPrefetchBytes = 2048;
 
 struct KernelSet {

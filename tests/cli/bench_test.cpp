@@ -1,8 +1,11 @@
 // `flint bench`: the JSON report, the depth option (decode after a long context) and its limits, the
-// bandwidth probe beside every repetition.
+// bandwidth probe beside every repetition, and `bench edit`'s rows.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -56,4 +59,37 @@ TEST(Bench, BandwidthIsProbedAfterEveryRepetition) {
     std::sort(sorted.begin(), sorted.end());
     EXPECT_DOUBLE_EQ(j["read_bandwidth_gb_s"].get<double>(), sorted[1]);
     EXPECT_LT(j["peak_rss_bytes"].get<double>(), 512.0 * 1024 * 1024);  // the 1 GiB probe buffer is not counted
+}
+
+// `flint bench edit`: every row reproduces the target (lossless), a perfect prediction takes fewer decode
+// steps than a wholly wrong one (which takes one per token after the first), and each row carries the
+// plain run it was paired with and a positive ratio.
+TEST(Bench, EditRowsArePairedWithPlainRunsAndLossless) {
+    FLINT_REQUIRE_SHARED("models/stories260K.gguf");
+    const std::string m = shared_path("models/stories260K.gguf");
+    CommandResult r = run_flint("bench edit -m " + m + " -t 1 --target-tokens 64 -r 2 --accuracies 100 0");
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    std::map<std::string, std::vector<std::string>> rows;  // label -> cells
+    std::istringstream in(r.out);
+    for (std::string line; std::getline(in, line);) {
+        if (line.rfind("| ", 0) != 0 || line.find("---") != std::string::npos) continue;
+        std::vector<std::string> cells;
+        std::istringstream ls(line.substr(2));
+        for (std::string cell; std::getline(ls, cell, '|');) {
+            cell.erase(0, cell.find_first_not_of(' '));
+            cell.erase(cell.find_last_not_of(' ') + 1);
+            cells.push_back(cell);
+        }
+        rows[cells[0]] = cells;
+    }
+    for (const char* label : {"100%", "0%", "none (prompt lookup)"}) {
+        ASSERT_TRUE(rows.count(label)) << label << "\n" << r.out;
+        const auto& c = rows[label];
+        ASSERT_EQ(c.size(), 8u) << r.out;
+        EXPECT_EQ(c[7], "yes") << label;
+        EXPECT_GT(std::stod(c[5]), 0.0) << label << ": plain ms per step";
+        EXPECT_GT(std::stod(c[6]), 0.0) << label << ": ratio";
+    }
+    EXPECT_EQ(std::stoi(rows["0%"][2]), 63);
+    EXPECT_LT(std::stoi(rows["100%"][2]), 20);
 }

@@ -547,9 +547,13 @@ void group_q6kr8(int64_t nb, const BlockQ6_KR8* wb, const uint8_t* a, size_t as,
     for (int t = 0; t < T; ++t) _mm256_storeu_ps(y + t * ldy, acc[t]);
 }
 
-// The eight-row group kernels as tile_groups (tensor/tile_groups.h) wants them: at most 3 tokens a pass for
-// the 32-element layouts, 2 for the K-quants (the eight weight registers and the accumulators share the
-// sixteen ymm registers).
+// The eight-row group kernels as tile_groups (tensor/tile_groups.h) wants them. Tokens a pass: 9 for the
+// 32-element layouts, 6 for Q4_K/Q5_K, 2 for Q6_K. Only ~3 (2) accumulators fit the sixteen ymm registers
+// beside the eight weight registers, and the rest live on the stack, but one token's spill and reload per
+// block costs less than another pass that re-streams and re-unpacks the weights: one thread, 8192x4864
+// (kernels_bench Cpu1TLayouts, two alternating rounds), 3 -> 9 tokens: Q4_0 at 17 tokens 7.8 -> 6.9 ms,
+// Q5_0 12.2 -> 8.7; 2 -> 6: Q4_K 10.3 -> 7.9, Q5_K 15.8 -> 10.5 (4-8 tokens 1.15-1.45x too); flat beyond.
+// Q6_K's kernel has more live registers: 4 tokens in one pass were 8% slower than two passes of 2.
 template <typename W>
 struct R8 {
     template <int T>
@@ -639,14 +643,14 @@ void fill_avx2(KernelSet& k) {
     k.tile[id(DType::Q6_K)] = tile_k<BlockQ6_K, unpack_q6_k_avx2>;
     k.quantize_q8_0 = quantize_q8_0_avx2;
     k.quantize_q8_k = quantize_q8_k_avx2;
-    k.tile[id(DType::Q4_0_R8)] = tile_groups<kR8Rows, BlockQ4_0R8, R8<Q4R8>::K, 3, QK>;
-    k.tile[id(DType::Q5_0_R8)] = tile_groups<kR8Rows, BlockQ5_0R8, R8<Q5R8>::K, 3, QK>;
+    k.tile[id(DType::Q4_0_R8)] = tile_groups<kR8Rows, BlockQ4_0R8, R8<Q4R8>::K, 9, QK>;
+    k.tile[id(DType::Q5_0_R8)] = tile_groups<kR8Rows, BlockQ5_0R8, R8<Q5R8>::K, 9, QK>;
     for (DType t : {DType::Q4_0_R8, DType::Q5_0_R8})
         k.stream_tokens[id(t)] = 255;  // every token count: tiles of kDecodeRows rows (two groups)
     k.repack[id(DType::Q4_0)] = DType::Q4_0_R8;
     k.repack[id(DType::Q5_0)] = DType::Q5_0_R8;
-    k.tile[id(DType::Q4_K_R8)] = tile_groups<kR8Rows, BlockQ4_KR8, KR8<Q4KR8>::K, 2, QK_K>;
-    k.tile[id(DType::Q5_K_R8)] = tile_groups<kR8Rows, BlockQ5_KR8, KR8<Q5KR8>::K, 2, QK_K>;
+    k.tile[id(DType::Q4_K_R8)] = tile_groups<kR8Rows, BlockQ4_KR8, KR8<Q4KR8>::K, 6, QK_K>;
+    k.tile[id(DType::Q5_K_R8)] = tile_groups<kR8Rows, BlockQ5_KR8, KR8<Q5KR8>::K, 6, QK_K>;
     for (DType t : {DType::Q4_K_R8, DType::Q5_K_R8}) k.stream_tokens[id(t)] = 255;
     k.repack[id(DType::Q4_K)] = DType::Q4_K_R8;
     k.repack[id(DType::Q5_K)] = DType::Q5_K_R8;

@@ -157,10 +157,12 @@ void bench_edit(const BenchEditOptions& o) {
         if (decode_steps(e) != static_cast<int>(e.output.size()) - 1) fail("bench edit: unexpected plain step count");
         plain_ms.push_back(decode_ms(e) / std::max(1, decode_steps(e)));
     }
-    std::sort(plain_tps.begin(), plain_tps.end());
-    std::sort(plain_ms.begin(), plain_ms.end());
-    const double plain_med = plain_tps[plain_tps.size() / 2];
-    std::printf("plain decoding: %.1f ms per step\n", plain_ms[plain_ms.size() / 2]);
+    auto median = [](std::vector<double> v) {
+        std::sort(v.begin(), v.end());
+        return v[v.size() / 2];
+    };
+    const double plain_med = median(plain_tps);
+    std::printf("plain decoding: %.1f ms per step\n", median(plain_ms));
     const std::vector<int32_t>& target = base.output;
     std::vector<int32_t> distinct = target;
     std::sort(distinct.begin(), distinct.end());
@@ -194,10 +196,6 @@ void bench_edit(const BenchEditOptions& o) {
             // The first token comes with the prefill; each later step produces at least one.
             ms.push_back(decode_ms(e) / std::max(1, steps));
         }
-        auto median = [](std::vector<double> v) {
-            std::sort(v.begin(), v.end());
-            return v[v.size() / 2];
-        };
         std::printf("| %s | %d / %zu | %d | %.2f | %.1f | %.2f | %.2fx | %s |\n", label.c_str(), e.usage.accepted_prediction_tokens,
                     prediction.size(), decode_steps(e), median(ms), median(tps), median(pms), median(ratio),
                     identical ? "yes" : "NO");

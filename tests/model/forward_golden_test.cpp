@@ -10,7 +10,7 @@
 
 #include "model_test_util.h"
 #include "sample/sampler.h"
-#include "tensor/matmul.h"
+#include "tensor/tensor_test_util.h"
 #include "test_paths.h"
 
 using namespace flint;
@@ -89,16 +89,15 @@ TEST(ForwardGolden, FlintTinyCode) {
 TEST(ForwardGolden, EveryKernelPath) {
     FLINT_REQUIRE_SHARED("golden/stories260K.logits.f32");
     FLINT_REQUIRE_SHARED("golden/tiny-qwen2.logits.f32");
-    const Isa best = best_isa();
-    for (Isa isa : {Isa::Scalar, Isa::AVX2}) {
-        if (int(isa) >= int(best)) continue;  // the best path is what the tests above run
+    test::IsaGuard guard;
+    for (Isa isa : test::available_isas()) {
+        if (isa == best_isa()) continue;  // the best path is what the tests above run
         SCOPED_TRACE(isa_name(isa));
         set_isa(isa);
         expect_golden("models/stories260K.gguf", "golden/stories260K.tokens", "golden/stories260K.logits.f32", 2, false);
         expect_golden("models/stories260K.gguf", "golden/stories260K.tokens", "golden/stories260K.logits.f32", 1, true);
         expect_golden("models/tiny-qwen2-f32.gguf", "golden/tiny-qwen2.tokens", "golden/tiny-qwen2.logits.f32", 2, false);
     }
-    set_isa(best);
 }
 
 // All 9 prompts of the llama.cpp exact-mode dump: top-5 ids and logits, log-sum-exp at every position,

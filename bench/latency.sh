@@ -30,6 +30,7 @@ set grid
 plot "< grep '^a,' bench/latency.csv" using 3:5 with linespoints title "(a) new connection + SSE, full resend", \
      "< grep '^b,' bench/latency.csv" using 3:5 with linespoints title "(b) keep-alive + SSE, previous_response_id", \
      "< grep '^c,' bench/latency.csv" using 3:5 with linespoints title "(c) persistent WebSocket, previous_response_id", \
+     "< grep '^w,' bench/latency.csv" using 3:5 with linespoints title "(c) + the turn's file sent ahead as a generate:false warm-up", \
      "< grep '^n,' bench/latency.csv" using 3:5 with linespoints dashtype 2 title "(a) with no prefix-cache hit (a server without cross-request KV reuse)"
 GP
   echo "wrote bench/latency.png"

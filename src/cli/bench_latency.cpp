@@ -4,6 +4,8 @@
 //   (a) naive:  a new TCP connection per request, SSE, the whole conversation resent every turn
 //   (b) http:   HTTP keep-alive, SSE, previous_response_id
 //   (c) ws:     one persistent WebSocket, previous_response_id
+//   (w) ws + warm-up: as (c), with each turn's attached file sent first as a generate:false warm-up (what
+//               `flint chat` does on /file while the user types the question), the question after it
 // and, with --no-reuse-turns N, (a) once more for the first N turns with every prompt made new (a per-request nonce at the top of the
 // instructions): the work of a server without cross-request KV reuse, which re-prefills everything.
 //
@@ -79,6 +81,7 @@ struct TurnRow {
     double ttft_ms;           // client: sent → first delta
     double server_ttft_ms;    // engine: submitted → first token
     double gap_overhead_ms;   // client mean gap between deltas − engine mean gap between their tokens
+    double warmup_ms;         // (w): the warm-up ahead of this turn's question, sent → completed
     std::vector<double> delivery_ms;  // per token of the answer: engine emission → client receipt
     // Per 1-token follow-up (round trip):
     std::vector<double> rt_ms;         // client: sent → terminal event
@@ -98,22 +101,32 @@ class Mode {
 public:
     Mode(char kind, const LatencyOptions& o) : kind_(kind), o_(o), url_(parse_url(o.url)) {
         if (kind == 'b') http_ = std::make_unique<HttpClient>(url_, true);
-        if (kind == 'c') {
+        if (kind == 'c' || kind == 'w') {
             ws_ = std::make_unique<WsClient>();
             ws_->connect(with_scheme(url_, "ws", "/v1/responses"), {});
         }
     }
 
-    // One request; the conversation (and previous id) advances with it.
+    // One request; the conversation (and previous id) advances with it. `attachment` (may be empty) is
+    // sent after `question` in the same message, or by (w) ahead of it as a warm-up of its own, untimed.
     // `fresh_turn`: the no-reuse mode changes its nonce here, so this request's whole prompt is new; its
     // follow-ups reuse that prefix (their round trip is what is measured, not their prefill).
-    Turn ask(const std::string& text, int max_tokens, bool fresh_turn) {
+    Turn ask(const std::string& question, const std::string& attachment, int max_tokens, bool fresh_turn) {
         if (fresh_turn) ++nonce_;
-        json item = message_item("user", text);
+        if (kind_ == 'w' && !attachment.empty()) {
+            json warm = {{"type", "response.create"}, {"input", json::array({message_item("user", attachment)})},
+                         {"generate", false}, {"store", false}, {"previous_response_id", prev_}};
+            if (!o_.model.empty()) warm["model"] = o_.model;
+            warm["instructions"] = instructions();
+            if (prev_.empty()) warm.erase("previous_response_id");
+            const Turn w = exchange(warm);
+            prev_ = w.response_id;
+            last_warmup_ms_ = w.total_ms();
+        }
+        json item = message_item("user", kind_ == 'w' ? question : question + attachment);
         json body = {{"input", json::array()}, {"max_output_tokens", max_tokens}, {"temperature", 0}};
         if (!o_.model.empty()) body["model"] = o_.model;
-        // A per-mode first line keeps each mode's conversation out of the others' prefix cache.
-        body["instructions"] = std::string("You review C++ code. Session ") + kind_ + ".";
+        body["instructions"] = instructions();
         if (kind_ == 'a' || kind_ == 'n' || prev_.empty()) {
             for (const json& it : history_) body["input"].push_back(it);
         } else {
@@ -124,15 +137,9 @@ public:
         body["store"] = kind_ == 'b';  // HTTP chaining reads the store; the WebSocket keeps its own state
         body["stream_timestamps"] = true;
         Turn t;
-        if (kind_ == 'c') {
+        if (ws_) {
             body["type"] = "response.create";
-            t.sent = Clock::now();
-            ws_->send(body.dump());
-            while (!t.finished) {
-                auto f = ws_->next(60000);
-                if (!f) fail("the WebSocket closed mid-benchmark: ", ws_->close_reason());
-                t.apply(json::parse(f->text), f->at);
-            }
+            t = exchange(body);
         } else {
             std::unique_ptr<HttpClient> fresh;
             HttpClient* h = http_.get();
@@ -144,13 +151,38 @@ public:
             if (s.status != 200) fail("mode ", kind_, ": ", describe_failure(s.status, s.error));
             t = std::move(s.turn);
         }
-        if (!t.finished || t.status == "failed" || t.status == "error")
-            fail("mode ", kind_, ": the request failed: ", t.error_message.empty() ? t.status : t.error_message);
+        check_ok(t);
         history_.push_back(item);
         history_.push_back(message_item("assistant", t.text));
         prev_ = t.response_id;
         return t;
     }
+
+private:
+    // A per-mode first line keeps each mode's conversation out of the others' prefix cache.
+    std::string instructions() const { return std::string("You review C++ code. Session ") + kind_ + "."; }
+
+    void check_ok(const Turn& t) const {
+        if (!t.finished || t.status == "failed" || t.status == "error")
+            fail("mode ", kind_, ": the request failed: ", t.error_message.empty() ? t.status : t.error_message);
+    }
+
+    // One response.create over the WebSocket, read to its terminal event.
+    Turn exchange(const json& body) {
+        Turn t;
+        t.sent = Clock::now();
+        ws_->send(body.dump());
+        while (!t.finished) {
+            auto f = ws_->next(60000);
+            if (!f) fail("the WebSocket closed mid-benchmark: ", ws_->close_reason());
+            t.apply(json::parse(f->text), f->at);
+        }
+        check_ok(t);
+        return t;
+    }
+
+public:
+    double last_warmup_ms_ = 0;  // (w): the last warm-up's round trip (the file's prefill, before the question)
 
 private:
     char kind_;
@@ -225,14 +257,15 @@ std::vector<TurnRow> run_all(const std::vector<char>& kinds, const LatencyOption
     for (int i = 0; i < o.turns; ++i)
         for (size_t m = 0; m < kinds.size(); ++m) {
             if (kinds[m] == 'n' && i >= o.no_reuse_turns) continue;
-            Turn a = modes[m]->ask("Review this part of the file:\n```cpp\n" + chunks[static_cast<size_t>(i)] + "\n```\n",
+            Turn a = modes[m]->ask("Review this part of the file:\n", "```cpp\n" + chunks[static_cast<size_t>(i)] + "\n```\n",
                                    o.answer_tokens, true);
             std::vector<Turn> follow_ups;
             for (int k = 0; k < o.round_trips; ++k) {
                 static const char* kFollowUps[] = {"Anything else?", "Is that all?", "More?", "Go on."};
-                follow_ups.push_back(modes[m]->ask(kFollowUps[k % 4], 1, false));
+                follow_ups.push_back(modes[m]->ask(kFollowUps[k % 4], "", 1, false));
             }
             rows.push_back(measure(kinds[m], i + 1, a, follow_ups));
+            rows.back().warmup_ms = modes[m]->last_warmup_ms_;
             const TurnRow& r = rows.back();
             std::fprintf(stderr, "  turn %2d/%d mode %c: %6d prompt tokens (%d cached), ttft %8.2f ms\n", i + 1, o.turns, kinds[m],
                          r.prompt_tokens, r.cached_tokens, r.ttft_ms);
@@ -244,10 +277,11 @@ std::vector<TurnRow> run_all(const std::vector<char>& kinds, const LatencyOption
 struct Summary {
     double rt_p50, rt_p90, tok_p50, tok_p90, ttft_p50, ttft_p90;
     double gap_p50, up_p50, prepare_p50, engine_p50, down_p50, server_ttft_p50, queued_p50, retire_p50;
+    double warmup_p50, warmup_p90;
 };
 
 Summary summarize(const std::vector<TurnRow>& all, char kind) {
-    std::vector<double> rt, tok, ttft, gap, up, prep, engine, down, sttft, queued, retire;
+    std::vector<double> rt, tok, ttft, gap, up, prep, engine, down, sttft, queued, retire, warm;
     auto add = [](std::vector<double>& to, const std::vector<double>& from) { to.insert(to.end(), from.begin(), from.end()); };
     for (const TurnRow& r : all) {
         if (r.mode != kind) continue;
@@ -262,9 +296,11 @@ Summary summarize(const std::vector<TurnRow>& all, char kind) {
         add(retire, r.retire_ms);
         add(down, r.down_ms);
         sttft.push_back(r.server_ttft_ms);
+        warm.push_back(r.warmup_ms);
     }
     return Summary{pct(rt, .5),  pct(rt, .9), pct(tok, .5),  pct(tok, .9),    pct(ttft, .5), pct(ttft, .9),
-                   pct(gap, .5), pct(up, .5), pct(prep, .5), pct(engine, .5), pct(down, .5), pct(sttft, .5), pct(queued, .5), pct(retire, .5)};
+                   pct(gap, .5), pct(up, .5), pct(prep, .5), pct(engine, .5), pct(down, .5), pct(sttft, .5), pct(queued, .5), pct(retire, .5),
+                   pct(warm, .5),  pct(warm, .9)};
 }
 
 const char* mode_name(char kind) {
@@ -272,6 +308,7 @@ const char* mode_name(char kind) {
         case 'a': return "(a) new connection + SSE, full resend";
         case 'b': return "(b) keep-alive + SSE, previous_response_id";
         case 'c': return "(c) persistent WebSocket, previous_response_id";
+        case 'w': return "(c) + warm-up: the turn's file sent ahead (generate:false), then the question";
         default: return "(a, no KV reuse) as (a), every prompt new (nonce): no prefix-cache hit";
     }
 }
@@ -283,7 +320,7 @@ void bench_latency(const LatencyOptions& o) {
         HttpResponse r = probe.request("GET", "/v1/models", "");  // fails early when the server is not there
         if (r.status != 200) fail("GET /v1/models answered ", r.status);
     }
-    std::vector<char> kinds = {'a', 'b', 'c'};
+    std::vector<char> kinds = {'a', 'b', 'c', 'w'};
     if (o.no_reuse_turns > 0) kinds.push_back('n');
     const std::vector<TurnRow> all = run_all(kinds, o, chunks);
     std::vector<Summary> s;
@@ -308,6 +345,10 @@ void bench_latency(const LatencyOptions& o) {
     std::printf("\n(c) vs (a), medians: round-trip overhead %.0f%% less (target ≥ 80%%), per-token overhead %.0f%% less "
                 "(target ≥ 30%%), TTFT %.0f%% lower (target ≥ 50%%)\n",
                 less(s[0].rt_p50, s[2].rt_p50), less(s[0].tok_p50, s[2].tok_p50), less(s[0].ttft_p50, s[2].ttft_p50));
+    std::printf("(c) + warm-up vs (a), medians: round-trip overhead %.0f%% less, per-token overhead %.0f%% less, TTFT %.0f%% lower "
+                "(the file prefilled while the question is typed: its warm-up took %.1f / %.1f ms p50 / p90, the typing time it needs)\n",
+                less(s[0].rt_p50, s[3].rt_p50), less(s[0].tok_p50, s[3].tok_p50), less(s[0].ttft_p50, s[3].ttft_p50), s[3].warmup_p50,
+                s[3].warmup_p90);
     if (o.no_reuse_turns > 0) {
         // Over the same turns only: the no-reuse row stops early, and TTFT grows with the conversation.
         std::vector<TurnRow> first;
@@ -323,12 +364,12 @@ void bench_latency(const LatencyOptions& o) {
         std::ofstream out(o.csv);
         if (!out) fail(o.csv, ": cannot write");
         out << "mode,turn,prompt_tokens,cached_tokens,ttft_ms,server_ttft_ms,delivery_p50_ms,gap_overhead_ms,rt_p50_ms,"
-               "server_rt_p50_ms,up_p50_ms,prepare_p50_ms,down_p50_ms\n";
+               "server_rt_p50_ms,up_p50_ms,prepare_p50_ms,down_p50_ms,warmup_ms\n";
         for (const TurnRow& r : all)
             out << r.mode << ',' << r.turn << ',' << r.prompt_tokens << ',' << r.cached_tokens << ',' << r.ttft_ms << ','
                 << r.server_ttft_ms << ',' << pct(r.delivery_ms, .5) << ',' << r.gap_overhead_ms << ',' << pct(r.rt_ms, .5) << ','
                 << pct(r.server_rt_ms, .5) << ',' << pct(r.up_ms, .5) << ',' << pct(r.prepare_ms, .5) << ',' << pct(r.down_ms, .5)
-                << '\n';
+                << ',' << r.warmup_ms << '\n';
     }
 }
 

@@ -15,6 +15,7 @@ void register_chat(CLI::App& app) {
     cmd->add_option("-n,--max-tokens", o->max_output_tokens, "Most tokens per answer (default: the server's budget)")->check(CLI::Range(0, 1 << 20));
     cmd->add_option("--temp", o->temperature, "Sampling temperature (default: the server's)")->check(CLI::Range(0.0, 2.0));
     cmd->add_flag("!--no-stats", o->stats, "No status line after each answer");
+    cmd->add_flag("!--no-warmup", o->warmup, "Send /file attachments with the next message instead of having the server read them as soon as they are attached (a generate:false warm-up)");
     cmd->callback([o, code] {
         *code = client::run_chat(*o);
         if (*code != 0) throw CLI::RuntimeError(*code);

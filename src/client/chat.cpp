@@ -19,7 +19,8 @@ namespace {
 const char* kHelp =
     "  /model [NAME]   show or switch the model\n"
     "  /system [TEXT]  set the system instructions (no text: clear them)\n"
-    "  /file PATH      attach a file as context for the next message\n"
+    "  /file PATH      attach a file as context: the server reads it at once (a generate:false\n"
+    "                  warm-up), so the next message's answer starts after only that message\n"
     "  /reset          start a new conversation\n"
     "  /help           this list;  /quit (or Ctrl-D) exits\n"
     "  Ctrl-C or Esc while an answer streams stops it; the partial answer stays and your next line\n"
@@ -60,6 +61,7 @@ public:
                 if (!command(line)) break;
                 continue;
             }
+            finish_warmup();
             json items = pending_;
             pending_ = json::array();
             items.push_back(message_item("user", line));
@@ -143,6 +145,58 @@ private:
         return true;
     }
 
+    // Sends attachments as a warm-up (generate:false): the server prefills them into this connection's KV
+    // while the user types, and the next message chains on it, so its time to first token is the
+    // message's own prefill. Not waited for here: finish_warmup() collects it before the next request.
+    void start_warmup(const json& item) {
+        finish_warmup();
+        json items = pending_;
+        items.push_back(item);
+        pending_ = json::array();
+        try {
+            drain();
+            json body = request(items);
+            body["generate"] = false;
+            warm_turn_ = Turn{};
+            warm_turn_.sent = Clock::now();
+            ws_.send(body.dump());
+            warm_items_ = items;
+            warming_ = true;
+        } catch (const Error& e) {
+            pending_ = items;  // sent with the next message instead
+            note(std::string("flint chat: could not send the attachment ahead (") + e.what() + "); it goes with your next message");
+        }
+    }
+
+    // Waits for the warm-up in flight (usually done by the time the user has typed). Completed: its items
+    // join the conversation and the next request chains on it. Failed or cut off: they go with the next
+    // message, as without a warm-up.
+    void finish_warmup() {
+        if (!warming_) return;
+        warming_ = false;
+        try {
+            while (!warm_turn_.finished && ws_.is_open()) {
+                auto f = ws_.next(100);
+                if (!f) continue;
+                json j = json::parse(f->text, nullptr, false);
+                if (!j.is_discarded()) warm_turn_.apply(j, f->at);
+            }
+        } catch (const Error&) {
+            // the connection failed: handled as unfinished below
+        }
+        if (warm_turn_.finished && warm_turn_.status == "completed" && !warm_turn_.response_id.empty()) {
+            commit(warm_items_, "", warm_turn_.response_id);
+            return;
+        }
+        note("(the server did not read the attachment ahead — " +
+             (warm_turn_.finished ? (warm_turn_.error_message.empty() ? warm_turn_.status : warm_turn_.error_message) : ws_.close_reason()) +
+             " — it goes with your next message)");
+        for (const json& it : pending_) warm_items_.push_back(it);
+        pending_ = warm_items_;
+        if (warm_turn_.error_code == "previous_response_not_found") last_id_.clear();
+        if (warm_turn_.error_code == "websocket_connection_limit_reached") closing_ = true;  // drain() reconnects
+    }
+
     void turn(const json& items) {
         Turn t;
         try {
@@ -190,6 +244,7 @@ private:
     }
 
     bool command(const std::string& line) {
+        finish_warmup();  // every command below sees the conversation with the attachment in it (or pending)
         const size_t sp = line.find(' ');
         const std::string cmd = line.substr(0, sp);
         const std::string arg = sp == std::string::npos ? "" : trim(line.substr(sp + 1));
@@ -210,8 +265,14 @@ private:
         } else if (cmd == "/file") {
             try {
                 TextFile f = read_text_file(arg, 1 << 20);
-                pending_.push_back(message_item("user", "File " + arg + ":\n```\n" + f.text + (f.text.empty() || f.text.back() == '\n' ? "" : "\n") + "```"));
-                note("attached " + arg + " (" + std::to_string(f.text.size()) + " bytes) to the next message");
+                json item = message_item("user", "File " + arg + ":\n```\n" + f.text + (f.text.empty() || f.text.back() == '\n' ? "" : "\n") + "```");
+                if (o_.warmup) {
+                    start_warmup(item);
+                    note("attached " + arg + " (" + std::to_string(f.text.size()) + " bytes): the server is reading it while you type");
+                } else {
+                    pending_.push_back(item);
+                    note("attached " + arg + " (" + std::to_string(f.text.size()) + " bytes) to the next message");
+                }
             } catch (const Error& e) {
                 note(std::string("flint chat: ") + e.what());
             }
@@ -234,6 +295,9 @@ private:
     WsClient ws_;
     json transcript_ = json::array();  // every item of the conversation, for reconnects
     json pending_ = json::array();     // attachments for the next message
+    bool warming_ = false;             // a warm-up of warm_items_ is in flight
+    json warm_items_ = json::array();
+    Turn warm_turn_;
     std::string last_id_;
     bool closing_ = false;
     bool dim_ = false;

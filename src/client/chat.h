@@ -15,6 +15,7 @@ struct ChatOptions {
     int max_output_tokens = 0;    // 0: the server's budget
     double temperature = -1;      // < 0: the server's default
     bool stats = true;            // the status line after each turn
+    bool warmup = true;           // /file: prefill the attachment at once (generate:false), not with the next message
 };
 
 // Returns the process exit code: 0 after Ctrl-D / Ctrl-C at an empty prompt / end of input, 1 when the

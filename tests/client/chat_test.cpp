@@ -153,6 +153,36 @@ TEST_F(ChatTest, PipesGetPlainTextAndNoEscapeCodes) {
     std::filesystem::remove_all(dir);
 }
 
+// /file sends the attachment as a generate:false warm-up: by the time the question goes out the server
+// has the file in this connection's KV, so the question's prompt is almost all cached. With --no-warmup
+// the file goes with the question and nothing of it is cached (its text is new to the server).
+TEST_F(ChatTest, AttachedFilesArePrefilledBeforeTheQuestion) {
+    const std::string dir = temp_dir("chat-warm");
+    for (const char* variant : {"warm", "cold"}) {
+        std::string story;
+        for (int i = 0; i < 30; ++i)
+            story += std::string("Lily the ") + variant + " cat found " + std::to_string(i * 7 + 3) + " red balls in the garden.\n";
+        const std::string file = dir + "/" + variant + ".txt";  // the paths share only the directory's prefix
+        write_file(file, story);
+        write_file(dir + "/in.txt", "/file " + file + "\nWhat did Lily find?\n");
+        const std::string err = dir + "/err.txt";
+        const bool warm = std::string(variant) == "warm";
+        auto r = run_flint("chat --url " + server_->ws_url() + " --model stories -n 8 --temp 0" + (warm ? "" : " --no-warmup") + " <" +
+                           dir + "/in.txt", err);
+        const std::string e = read_text(err);
+        ASSERT_EQ(r.exit_code, 0) << e;
+        EXPECT_NE(e.find(warm ? "reading it while you type" : "to the next message"), std::string::npos) << e;
+        auto cached = cached_counts(e);
+        ASSERT_EQ(cached.size(), 1u) << e;
+        const size_t slash = e.find('/', e.find("cached "));
+        const int input = std::atoi(e.c_str() + slash + 1);
+        EXPECT_GT(input, 300) << e;  // the file is in the prompt either way
+        if (warm) EXPECT_GT(cached[0], input - 30) << "only the question should be left to prefill\n" << e;
+        else EXPECT_LT(cached[0], 60) << e;  // at most the path's directory, from the warm run
+    }
+    std::filesystem::remove_all(dir);
+}
+
 TEST(ChatErrors, ServerDownAndWrongKeyExitNonZeroWithAMessage) {
     FLINT_REQUIRE_SHARED("models/stories260K.gguf");
     const std::string dir = temp_dir("chat-err");

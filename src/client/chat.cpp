@@ -175,11 +175,25 @@ private:
         if (!warming_) return;
         warming_ = false;
         try {
+            // A long file may still be prefilling when the user is done typing: say so, and let Ctrl-C
+            // stop it (the file then goes with the message, as without a warm-up).
+            const auto told_at = Clock::now() + std::chrono::milliseconds(500);
+            bool told = false, cancelled = false;
             while (!warm_turn_.finished && ws_.is_open()) {
-                auto f = ws_.next(100);
-                if (!f) continue;
-                json j = json::parse(f->text, nullptr, false);
-                if (!j.is_discarded()) warm_turn_.apply(j, f->at);
+                auto f = ws_.next(20);
+                if (f) {
+                    json j = json::parse(f->text, nullptr, false);
+                    if (!j.is_discarded()) warm_turn_.apply(j, f->at);
+                    continue;
+                }
+                if (!told && Clock::now() >= told_at) {
+                    note("(the server is still reading the attachment; Ctrl-C sends it with your message instead)");
+                    told = true;
+                }
+                if (!cancelled && term_.interrupt_pressed() && !warm_turn_.response_id.empty()) {
+                    ws_.send(json{{"type", "response.cancel"}, {"response_id", warm_turn_.response_id}}.dump());
+                    cancelled = true;
+                }
             }
         } catch (const Error&) {
             // the connection failed: handled as unfinished below

@@ -20,6 +20,7 @@
 
 #include "kv/kv_cache.h"
 #include "model/attention.h"
+#include "sample/sampler.h"
 #include "tensor/bandwidth.h"
 #include "tensor/matmul.h"
 #include "tensor/quant.h"
@@ -289,6 +290,27 @@ void BM_Bandwidth(benchmark::State& state) {
 }
 
 // The cost of one empty parallel region with workers spinning: the floor under every matmul.
+// One sampled token from a Qwen2.5-Coder-sized vocabulary (151,936 logits), as a verify step samples each
+// of its rows: arg 0 = greedy, 1 = temperature 0.8 with no truncation (the API default), 2 = the same with
+// a presence penalty (the penalised copy of the row). 17 rows a pass, each from a different logits row, so
+// the rows come from L3 or memory as a verify step's do.
+void BM_Sample(benchmark::State& state) {
+    constexpr int V = 151936, kRows = 17;
+    std::vector<float> logits(size_t(V) * kRows);
+    std::mt19937 rng(5);
+    std::normal_distribution<float> nd(0, 3);
+    for (float& l : logits) l = nd(rng);
+    SamplingParams p;
+    p.temperature = state.range(0) == 0 ? 0.0f : 0.8f;
+    if (state.range(0) == 2) p.presence_penalty = 0.5f;
+    Sampler sampler(p, V);
+    const std::vector<int32_t> history = {11, 12, 13, 14};
+    for (auto _ : state)
+        for (int r = 0; r < kRows; ++r) benchmark::DoNotOptimize(sampler.sample(&logits[size_t(r) * V], history).token);
+    state.SetItemsProcessed(state.iterations() * kRows);
+    state.SetLabel(state.range(0) == 0 ? "greedy" : state.range(0) == 1 ? "T 0.8" : "T 0.8, presence penalty");
+}
+
 void BM_PoolRun(benchmark::State& state) {
     ThreadPool& p = pool();
     const std::function<void(int, int)> fn = [](int, int) {};
@@ -351,6 +373,7 @@ void small_args(benchmark::internal::Benchmark* b) {
 
 BENCHMARK(BM_Bandwidth)->Arg(1)->Arg(kThreads)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_PoolRun);
+BENCHMARK(BM_Sample)->DenseRange(0, 2)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Attention)->ArgsProduct({{7, 63}, {1544}, {0, 1, 2}, {1, 2}})->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Stories260KStep)->UseRealTime();
 BENCHMARK(BM_Matmul)->Name("Decode")->Apply(decode_args)->Unit(benchmark::kMicrosecond)->UseManualTime();

@@ -51,7 +51,8 @@ public:
     void distribution(const float* logits, std::span<const int32_t> history, std::vector<TokenProb>& out);
 
     // Fills out.logprob / out.top for `token` from the logits of the last distribution() or sample() call
-    // (after penalties, at temperature 1), when the parameters ask for log-probabilities. No copy of the row.
+    // (after penalties, at temperature 1), when the parameters ask for log-probabilities. No copy of the row:
+    // after sample() with no penalty in effect it reads the caller's logits, which must still be there.
     void logprobs_of(int32_t token, Sampled& out) const;
 
     // Draws from a distribution with this sampler's RNG.
@@ -62,9 +63,11 @@ public:
     bool greedy() const { return params_.temperature <= 0.0f; }
 
 private:
-    void penalised(const float* logits, std::span<const int32_t> history);  // fills work_ with logits
+    // Points scores_ at the penalised logits: a copy in work_, or (may_borrow, no penalty in effect) `logits`.
+    void penalised(const float* logits, std::span<const int32_t> history, bool may_borrow);
+    bool penalties_apply(std::span<const int32_t> history) const;
     bool untruncated() const { return params_.top_k == 0 && params_.top_p >= 1.0f; }
-    double flat_weights();            // weights_ and block_sums_ from work_; returns their total
+    double flat_weights();            // weights_ and block_sums_ from scores_; returns their total
     int32_t draw_flat(double total);  // one draw from weights_
 
     static constexpr int kFlatBlock = 2048;
@@ -73,6 +76,7 @@ private:
     int n_vocab_;
     std::mt19937_64 rng_;
     std::vector<float> work_;        // (n_vocab) penalised logits
+    const float* scores_ = nullptr;  // the last call's penalised logits: work_, or the caller's row
     std::vector<TokenProb> cands_;   // candidates
     std::vector<float> weights_;     // (n_vocab) unnormalised probabilities, no truncation
     std::vector<double> block_sums_; // sums of weights_ per kFlatBlock ids

@@ -145,7 +145,9 @@ TEST(Sampler, UntruncatedDrawsAcrossABlockedVocabulary) {
         double total = 0;
         for (const TokenProb& t : d) total += t.p;
         EXPECT_NEAR(total, 1.0, 1e-5);
-        if (min_p > 0) EXPECT_EQ(d.size(), 3u);
+        if (min_p > 0) {
+            EXPECT_EQ(d.size(), 3u);
+        }
     }
 }
 

@@ -75,8 +75,14 @@ int64_t monotonic_us(Clock::time_point t) {
 double Turn::ttft_ms() const { return delta_times.empty() ? 0 : ms(sent, first_delta); }
 double Turn::total_ms() const { return finished ? ms(sent, done) : 0; }
 double Turn::tokens_per_s() const {
+    if (delta_times.empty() || output_tokens <= 0) return 0;
     const double t = ms(first_delta, done);
-    return delta_times.size() > 1 && t > 0 ? (output_tokens > 0 ? output_tokens - 1 : 0) * 1000.0 / t : 0;
+    // A stream shorter than this is a burst (a verified draft block, a tiny model): a rate over its few
+    // microseconds says nothing, so the whole request's rate stands in.
+    constexpr double kMinStreamMs = 10;
+    if (delta_times.size() > 1 && t >= kMinStreamMs) return (output_tokens - 1) * 1000.0 / t;
+    const double all = ms(sent, done);
+    return all > 0 ? output_tokens * 1000.0 / all : 0;
 }
 
 }  // namespace flint::client

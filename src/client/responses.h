@@ -38,7 +38,9 @@ struct Turn {
 
     double ttft_ms() const;        // sent → first delta (0 when no delta)
     double total_ms() const;       // sent → terminal event
-    double tokens_per_s() const;   // output tokens over first delta → done
+    // Output tokens after the first over first delta → done; when that is under 10 ms (the answer came
+    // in a burst), all output tokens over sent → done.
+    double tokens_per_s() const;
 };
 
 // A steady_clock time in microseconds: the unit of the server's stream timestamps (same clock on one host).

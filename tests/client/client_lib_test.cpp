@@ -122,6 +122,25 @@ TEST(Turn, FoldsDeltasUsageAndTheTerminalEvent) {
     EXPECT_DOUBLE_EQ(t.total_ms(), 9.0);
 }
 
+TEST(Turn, TokensPerSecondOverTheStreamOrTheWholeRequestForABurst) {
+    auto turn = [](int tokens, std::vector<double> delta_ms, double done_ms) {
+        Turn t;
+        const auto t0 = Clock::now();
+        auto at = [&](double ms) { return t0 + std::chrono::microseconds(static_cast<int64_t>(ms * 1000)); };
+        t.sent = t0;
+        for (double d : delta_ms) t.apply({{"type", "response.output_text.delta"}, {"delta", "x"}}, at(d));
+        t.apply({{"type", "response.completed"}, {"response", {{"id", "r"}, {"status", "completed"}, {"usage", {{"output_tokens", tokens}}}}}},
+                at(done_ms));
+        return t;
+    };
+    // Streamed: 10 tokens after the first over 100 ms.
+    EXPECT_NEAR(turn(11, {5, 55, 105}, 105).tokens_per_s(), 100.0, 1e-6);
+    // A burst (8 tokens within 20 µs after a 20 ms wait): the whole request's 8 tokens over 20.02 ms,
+    // not 7 tokens over 20 µs.
+    EXPECT_NEAR(turn(8, {20, 20.01}, 20.02).tokens_per_s(), 8 * 1000.0 / 20.02, 1e-3);
+    EXPECT_EQ(turn(0, {}, 3).tokens_per_s(), 0.0);
+}
+
 TEST(Turn, WebSocketErrorFrames) {
     Turn t;
     t.apply({{"type", "error"}, {"status", 400}, {"error", {{"code", "previous_response_not_found"}, {"message", "gone"}}}}, Clock::now());

@@ -148,7 +148,8 @@ private:
     // Sends attachments as a warm-up (generate:false): the server prefills them into this connection's KV
     // while the user types, and the next message chains on it, so its time to first token is the
     // message's own prefill. Not waited for here: finish_warmup() collects it before the next request.
-    void start_warmup(const json& item) {
+    // False when it could not be sent (the items then wait in pending_ for the next message).
+    bool start_warmup(const json& item) {
         finish_warmup();
         json items = pending_;
         items.push_back(item);
@@ -162,9 +163,11 @@ private:
             ws_.send(body.dump());
             warm_items_ = items;
             warming_ = true;
+            return true;
         } catch (const Error& e) {
             pending_ = items;  // sent with the next message instead
-            note(std::string("flint chat: could not send the attachment ahead (") + e.what() + "); it goes with your next message");
+            note(std::string("flint chat: could not send the attachment ahead (") + e.what() + ")");
+            return false;
         }
     }
 
@@ -280,11 +283,10 @@ private:
             try {
                 TextFile f = read_text_file(arg, 1 << 20);
                 json item = message_item("user", "File " + arg + ":\n```\n" + f.text + (f.text.empty() || f.text.back() == '\n' ? "" : "\n") + "```");
-                if (o_.warmup) {
-                    start_warmup(item);
+                if (o_.warmup && start_warmup(item)) {
                     note("attached " + arg + " (" + std::to_string(f.text.size()) + " bytes): the server is reading it while you type");
                 } else {
-                    pending_.push_back(item);
+                    if (!o_.warmup) pending_.push_back(item);  // (a failed warm-up left it there already)
                     note("attached " + arg + " (" + std::to_string(f.text.size()) + " bytes) to the next message");
                 }
             } catch (const Error& e) {

@@ -311,6 +311,28 @@ void BM_Sample(benchmark::State& state) {
     state.SetLabel(state.range(0) == 0 ? "greedy" : state.range(0) == 1 ? "T 0.8" : "T 0.8, presence penalty");
 }
 
+// The same 17 rows as a verify step now samples them: each row's passes over the vocabulary prepared on
+// both threads (Sampler::prepare), then the draws in order.
+void BM_SampleVerifyRows(benchmark::State& state) {
+    constexpr int V = 151936, kRows = 17;
+    std::vector<float> logits(size_t(V) * kRows);
+    std::mt19937 rng(5);
+    std::normal_distribution<float> nd(0, 3);
+    for (float& l : logits) l = nd(rng);
+    SamplingParams p;
+    p.temperature = state.range(0) == 0 ? 0.0f : 0.8f;
+    Sampler sampler(p, V);
+    std::vector<Sampler::Prepared> rows(kRows);
+    for (auto _ : state) {
+        pool().parallel_for(kRows, [&](int64_t a, int64_t b) {
+            for (int64_t r = a; r < b; ++r) sampler.prepare(&logits[size_t(r) * V], rows[size_t(r)]);
+        });
+        for (int r = 0; r < kRows; ++r) benchmark::DoNotOptimize(sampler.sample(rows[size_t(r)]).token);
+    }
+    state.SetItemsProcessed(state.iterations() * kRows);
+    state.SetLabel(state.range(0) == 0 ? "greedy, 2 threads" : "T 0.8, 2 threads");
+}
+
 void BM_PoolRun(benchmark::State& state) {
     ThreadPool& p = pool();
     const std::function<void(int, int)> fn = [](int, int) {};
@@ -374,6 +396,7 @@ void small_args(benchmark::internal::Benchmark* b) {
 BENCHMARK(BM_Bandwidth)->Arg(1)->Arg(kThreads)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_PoolRun);
 BENCHMARK(BM_Sample)->DenseRange(0, 2)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_SampleVerifyRows)->DenseRange(0, 1)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_Attention)->ArgsProduct({{7, 63}, {1544}, {0, 1, 2}, {1, 2}})->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Stories260KStep)->UseRealTime();
 BENCHMARK(BM_Matmul)->Name("Decode")->Apply(decode_args)->Unit(benchmark::kMicrosecond)->UseManualTime();

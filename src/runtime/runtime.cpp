@@ -45,6 +45,7 @@ struct Runtime::Impl {
     std::unique_ptr<ThreadPool> pool;
     ForwardScratch scratch;
     std::vector<float> logits;
+    std::vector<Sampler::Prepared> rows_prepared;  // a verify step's rows, prepared on every thread
     double ms_per_token = 0;  // the last step's time per token fed (sizes background chunks)
     Clock::time_point last_interactive{};  // last step with an interactive request queued or running
 
@@ -411,10 +412,21 @@ struct Runtime::Impl {
             s.tokens.resize(s.tokens.size() - k);
             s.n_past += 1;
             int accepted = 0;
+            // The rows' passes over the vocabulary (argmax, exponentials) on every thread at once; the
+            // draws stay in order below. Not with penalties: a row's depend on the drafts accepted before it.
+            const bool prepared = k > 0 && pool && s.sampler->preparable(s.tokens);
+            if (prepared) {
+                if (rows_prepared.size() < size_t(k + 1)) rows_prepared.resize(size_t(k + 1));
+                const Sampler& smp = *s.sampler;
+                pool->parallel_for(k + 1, [&](int64_t a, int64_t b) {
+                    for (int64_t j = a; j < b; ++j) smp.prepare(&logits[(row + size_t(j)) * V], rows_prepared[size_t(j)]);
+                });
+            }
             for (int j = 0; j <= k; ++j) {
                 const int32_t draft = j < k ? s.drafts[j] : -1;
                 // Sampled exactly as plain decoding would, the draft accepted iff it is that token.
-                Verdict v = verify_position(*s.sampler, &logits[(row + j) * V], s.tokens, draft);
+                Verdict v = prepared ? verify_position(*s.sampler, rows_prepared[size_t(j)], draft)
+                                     : verify_position(*s.sampler, &logits[(row + j) * V], s.tokens, draft);
                 const bool match = v.accepted;
                 if (!accept_token(s, v.chosen, step_ms)) {
                     if (match) ++accepted;

@@ -84,7 +84,11 @@ void Sampler::distribution(const float* logits, std::span<const int32_t> history
         return;
     }
     if (untruncated()) {
-        const double total = flat_weights();
+        const float shift = scores_[size_t(argmax_f32(scores_, n_vocab_))] * (1.0f / params_.temperature);
+        weights_.resize(size_t(n_vocab_));
+        double total = 0;
+        for (int b0 = 0; b0 < n_vocab_; b0 += kFlatBlock)
+            total += block_weights(scores_, shift, b0, std::min(kFlatBlock, n_vocab_ - b0), weights_.data() + b0);
         for (int i = 0; i < n_vocab_; ++i)
             if (weights_[i] > 0) out.push_back({i, static_cast<float>(weights_[i] / total)});
         return;
@@ -138,48 +142,54 @@ void Sampler::distribution(const float* logits, std::span<const int32_t> history
 }
 
 // No truncation by rank or mass (top_k 0, top_p 1: the API's default) needs no sorting and no (id, p) list:
-// weights_[i] = exp((l_i - max) / T), in id order, 0 below min_p (the largest weight is exactly 1), with the
-// sums of each kFlatBlock ids in block_sums_ for the draw. One vector pass over the vocabulary: sorting it
-// cost ~30 ms a token at 151,936 tokens, the scalar exp and (id, p) lists ~1.7 ms.
-double Sampler::flat_weights() {
-    const float inv_t = 1.0f / params_.temperature;
-    const float shift = scores_[size_t(argmax_f32(scores_, n_vocab_))] * inv_t;  // = max of l * inv_t
-    weights_.resize(size_t(n_vocab_));
-    block_sums_.clear();
-    double total = 0;
-    for (int b0 = 0; b0 < n_vocab_; b0 += kFlatBlock) {
-        const int len = std::min(kFlatBlock, n_vocab_ - b0);
-        float* w = weights_.data() + b0;
-        double s = exp_sum(scores_ + b0, w, len, inv_t, shift);
-        if (params_.min_p > 0.0f) {
-            s = 0;
-            for (int i = 0; i < len; ++i) {
-                if (w[i] < params_.min_p) w[i] = 0.0f;
-                s += w[i];
-            }
+// the weights exp((l_i - max) / T), in id order, 0 below min_p (the largest weight is exactly 1), are summed
+// per kFlatBlock ids; a draw walks the block sums to its block and recomputes that block's weights (the same
+// function on the same values: the same bits). Sorting cost ~30 ms a token at 151,936 tokens, the scalar exp
+// and (id, p) lists ~1.7 ms; storing every weight ~10% of what is left.
+double Sampler::block_weights(const float* scores, float shift, int b0, int len, float* w) const {
+    double s = exp_sum(scores + b0, w, len, 1.0f / params_.temperature, shift);
+    if (params_.min_p > 0.0f) {
+        s = 0;
+        for (int i = 0; i < len; ++i) {
+            if (w[i] < params_.min_p) w[i] = 0.0f;
+            s += w[i];
         }
-        block_sums_.push_back(s);
-        total += s;
     }
-    return total;
+    return s;
 }
 
-// Walks the block sums to the block holding u * total, then the weights inside it.
-int32_t Sampler::draw_flat(double total) {
-    const double r = uniform() * total;
+void Sampler::prepare(const float* scores, Prepared& p) const {
+    p.scores = scores;
+    p.top = static_cast<int32_t>(argmax_f32(scores, n_vocab_));
+    if (greedy()) return;
+    p.shift = scores[size_t(p.top)] * (1.0f / params_.temperature);  // = max of l * inv_t
+    p.scratch.resize(kFlatBlock);
+    p.block_sums.clear();
+    p.total = 0;
+    for (int b0 = 0; b0 < n_vocab_; b0 += kFlatBlock) {
+        const double s = block_weights(scores, p.shift, b0, std::min(kFlatBlock, n_vocab_ - b0), p.scratch.data());
+        p.block_sums.push_back(s);
+        p.total += s;
+    }
+}
+
+int32_t Sampler::draw_flat(const Prepared& p) {
+    const double r = uniform() * p.total;
     double acc = 0;
     size_t b = 0;
-    for (; b + 1 < block_sums_.size() && r >= acc + block_sums_[b]; ++b) acc += block_sums_[b];
-    const int b0 = static_cast<int>(b) * kFlatBlock, b1 = std::min(n_vocab_, b0 + kFlatBlock);
+    for (; b + 1 < p.block_sums.size() && r >= acc + p.block_sums[b]; ++b) acc += p.block_sums[b];
+    const int b0 = static_cast<int>(b) * kFlatBlock, len = std::min(kFlatBlock, n_vocab_ - b0);
+    weights_.resize(kFlatBlock);
+    block_weights(p.scores, p.shift, b0, len, weights_.data());
     int32_t last = -1;
-    for (int i = b0; i < b1; ++i) {
+    for (int i = 0; i < len; ++i) {
         if (weights_[size_t(i)] <= 0) continue;
-        last = i;
+        last = b0 + i;
         acc += weights_[size_t(i)];
-        if (r < acc) return i;
+        if (r < acc) return b0 + i;
     }
     // Rounding left r at the block's end: its last candidate (or, past an empty last block, the top token).
-    return last >= 0 ? last : static_cast<int32_t>(argmax_f32(scores_, n_vocab_));
+    return last >= 0 ? last : p.top;
 }
 
 float Sampler::uniform() {
@@ -198,15 +208,22 @@ int32_t Sampler::draw(std::span<const TokenProb> dist) {
 }
 
 Sampled Sampler::sample(const float* logits, std::span<const int32_t> history) {
-    Sampled s;
     if (greedy() || untruncated()) {
         penalised(logits, history, true);
-        s.token = greedy() ? argmax(scores_, n_vocab_) : draw_flat(flat_weights());
-        logprobs_of(s.token, s);
-        return s;
+        prepare(scores_, own_);
+        return sample(own_);
     }
+    Sampled s;
     distribution(logits, history, dist_);
     s.token = greedy() ? dist_[0].id : draw(dist_);
+    logprobs_of(s.token, s);
+    return s;
+}
+
+Sampled Sampler::sample(const Prepared& p) {
+    Sampled s;
+    scores_ = p.scores;
+    s.token = greedy() ? p.top : draw_flat(p);
     logprobs_of(s.token, s);
     return s;
 }

@@ -45,6 +45,25 @@ public:
     // Picks the next token. `history` is the sequence so far (prompt and output) for the penalties.
     Sampled sample(const float* logits, std::span<const int32_t> history);
 
+    // sample() in two halves, for the rows of a verify step: prepare() makes the passes over the
+    // vocabulary (argmax; per-block sums of the weights) and uses no RNG and no member state, so several
+    // rows can be prepared on several threads at once; sample(prepared) then draws, in order, on this
+    // sampler's RNG. The same token and the same RNG use as sample(logits, history), for the parameters
+    // and history preparable() accepts (greedy or untruncated, no penalty in effect).
+    struct Prepared {
+        const float* scores = nullptr;   // the row (must outlive the draw)
+        int32_t top = -1;                // its argmax
+        float shift = 0;                 // max of scores / T
+        double total = 0;                // sum of the weights
+        std::vector<double> block_sums;  // per kFlatBlock ids
+        std::vector<float> scratch;      // (kFlatBlock) one block's weights
+    };
+    bool preparable(std::span<const int32_t> history) const {
+        return (greedy() || untruncated()) && !penalties_apply(history);
+    }
+    void prepare(const float* scores, Prepared& p) const;
+    Sampled sample(const Prepared& p);
+
     // The distribution `sample` draws from, as (id, probability) pairs sorted by probability (descending),
     // truncated by top-k/top-p/min-p; without top-k/top-p (the default) every token min-p keeps, in id
     // order. Greedy: one pair with probability 1.
@@ -67,8 +86,9 @@ private:
     void penalised(const float* logits, std::span<const int32_t> history, bool may_borrow);
     bool penalties_apply(std::span<const int32_t> history) const;
     bool untruncated() const { return params_.top_k == 0 && params_.top_p >= 1.0f; }
-    double flat_weights();            // weights_ and block_sums_ from scores_; returns their total
-    int32_t draw_flat(double total);  // one draw from weights_
+    // Weights of ids b0 .. b0 + len into w: exp((s - max) / T), 0 below min_p; returns their sum.
+    double block_weights(const float* scores, float shift, int b0, int len, float* w) const;
+    int32_t draw_flat(const Prepared& p);  // one draw from a prepared untruncated row
 
     static constexpr int kFlatBlock = 2048;
 
@@ -78,8 +98,8 @@ private:
     std::vector<float> work_;        // (n_vocab) penalised logits
     const float* scores_ = nullptr;  // the last call's penalised logits: work_, or the caller's row
     std::vector<TokenProb> cands_;   // candidates
-    std::vector<float> weights_;     // (n_vocab) unnormalised probabilities, no truncation
-    std::vector<double> block_sums_; // sums of weights_ per kFlatBlock ids
+    std::vector<float> weights_;     // (n_vocab) unnormalised probabilities, no truncation (distribution())
+    Prepared own_;                   // sample(logits, history)'s prepared row
     std::vector<int32_t> counts_;    // (n_vocab) occurrences in the penalty window
     std::vector<TokenProb> dist_;    // the last distribution
 };

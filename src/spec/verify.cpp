@@ -8,4 +8,10 @@ Verdict verify_position(Sampler& sampler, const float* logits, std::span<const i
     return v;
 }
 
+Verdict verify_position(Sampler& sampler, const Sampler::Prepared& row, int32_t draft) {
+    Verdict v{sampler.sample(row), false};
+    v.accepted = draft >= 0 && v.chosen.token == draft;
+    return v;
+}
+
 }  // namespace flint

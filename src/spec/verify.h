@@ -24,5 +24,7 @@ struct Verdict {
 // `logits`: the verify row for this position; `history`: the sequence so far (for penalties);
 // `draft` < 0: no draft at this position (the bonus token after an accepted block).
 Verdict verify_position(Sampler& sampler, const float* logits, std::span<const int32_t> history, int32_t draft);
+// The same for a row prepared with sampler.prepare() (Sampler::preparable() said so for its history).
+Verdict verify_position(Sampler& sampler, const Sampler::Prepared& row, int32_t draft);
 
 }  // namespace flint

@@ -256,16 +256,61 @@ TEST(Speculative, VerifyingConsumesTheRngLikePlainSampling) {
     }
 }
 
+TEST(Speculative, PreparedRowsDrawWhatSampleDraws) {
+    // A verify step's rows prepared apart (on any thread) and drawn in order: the same tokens and
+    // log-probabilities as sample() on the same seed, greedy and untruncated, with min_p too; several
+    // kFlatBlock blocks, so the draw's walk over the block sums is exercised.
+    std::mt19937 rng(9);
+    std::normal_distribution<float> nd(0, 2);
+    constexpr int V = 5000;
+    std::vector<float> rows(size_t(V) * 8);
+    for (float& x : rows) x = nd(rng);
+    for (SamplingParams p : {SamplingParams{.temperature = 0.0f, .top_logprobs = 2}, SamplingParams{.temperature = 0.7f, .seed = 4, .top_logprobs = 2},
+                             SamplingParams{.temperature = 1.3f, .min_p = 0.05f, .seed = 8, .logprobs = true}}) {
+        Sampler plain(p, V), spec(p, V);
+        ASSERT_TRUE(spec.preparable({}));
+        std::vector<Sampler::Prepared> prepared(8);
+        for (int round = 0; round < 40; ++round) {
+            for (int j = 7; j >= 0; --j) spec.prepare(&rows[size_t(j) * V], prepared[size_t(j)]);  // any order
+            for (int j = 0; j < 8; ++j) {
+                const Sampled a = plain.sample(&rows[size_t(j) * V], {});
+                const Verdict v = verify_position(spec, prepared[size_t(j)], a.token);
+                EXPECT_TRUE(v.accepted);
+                EXPECT_EQ(v.chosen.token, a.token) << "T " << p.temperature << " round " << round << " row " << j;
+                EXPECT_EQ(v.chosen.logprob, a.logprob);
+                ASSERT_EQ(v.chosen.top.size(), a.top.size());
+            }
+        }
+    }
+    // Penalties make a row depend on the drafts accepted before it: not preparable.
+    Sampler pen({.temperature = 0.7f, .presence_penalty = 0.5f}, V);
+    const std::vector<int32_t> history = {1, 2};
+    EXPECT_FALSE(pen.preparable(history));
+    Sampler top_p({.temperature = 0.7f, .top_p = 0.9f}, V);
+    EXPECT_FALSE(top_p.preparable({}));
+}
+
 TEST(Speculative, SampledOutputIdenticalWithAnyPrediction) {
-    // Sampling is lossless too, and with the same seed token for token the same as plain decoding.
+    // Sampling is lossless too, and with the same seed token for token the same as plain decoding: with
+    // top_p (rows sampled one by one), untruncated on two threads (rows prepared on both) and with a
+    // penalty (one by one again).
     FLINT_REQUIRE_SHARED("models/stories260K.gguf");
     auto l = load_stories();
     Runtime plain(l.model, l.tok, spec_config(false));
-    Runtime spec(l.model, l.tok, spec_config(true));
-    for (uint64_t seed : {5u, 11u, 23u}) {
+    RuntimeConfig two = spec_config(true);
+    two.threads = 2;
+    Runtime spec1(l.model, l.tok, spec_config(true)), spec2(l.model, l.tok, two);
+    const SamplingParams variants[] = {{.temperature = 0.8f, .top_p = 0.95f}, {.temperature = 0.8f},
+                                       {.temperature = 0.8f, .presence_penalty = 0.3f}};
+    const uint64_t seeds[] = {5u, 11u, 23u};
+    for (int i = 0; i < 3; ++i) {
+        const uint64_t seed = seeds[i];
+        const SamplingParams& base_params = variants[i];
+        Runtime& spec = i == 0 ? spec1 : spec2;
         auto prompt = l.tok->encode("Once upon a time", true, false);
         GenerationRequest r = greedy_request(prompt, 80);
-        r.sampling = {.temperature = 0.8f, .top_p = 0.95f, .seed = seed};
+        r.sampling = base_params;
+        r.sampling.seed = seed;
         Event base = run_one(plain, r);
         const auto& out = base.output;
         auto with_delete = out;

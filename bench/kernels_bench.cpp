@@ -289,50 +289,58 @@ void BM_Bandwidth(benchmark::State& state) {
     state.counters["GB/s"] = gbs;
 }
 
-// The cost of one empty parallel region with workers spinning: the floor under every matmul.
-// One sampled token from a Qwen2.5-Coder-sized vocabulary (151,936 logits), as a verify step samples each
-// of its rows: arg 0 = greedy, 1 = temperature 0.8 with no truncation (the API default), 2 = the same with
-// a presence penalty (the penalised copy of the row). 17 rows a pass, each from a different logits row, so
-// the rows come from L3 or memory as a verify step's do.
-void BM_Sample(benchmark::State& state) {
-    constexpr int V = 151936, kRows = 17;
-    std::vector<float> logits(size_t(V) * kRows);
+// Sampling from a Qwen2.5-Coder-sized vocabulary (151,936 logits), 17 rows a pass as a verify step samples
+// them, each from a different logits row, so the rows come from L3 or memory as a verify step's do.
+// arg 0 = greedy, 1 = temperature 0.8 with no truncation (the API default), 2 = the same with a presence
+// penalty (the penalised copy of the row).
+constexpr int kSampleVocab = 151936, kSampleRows = 17;
+
+std::vector<float> sample_logits() {
+    std::vector<float> logits(size_t(kSampleVocab) * kSampleRows);
     std::mt19937 rng(5);
     std::normal_distribution<float> nd(0, 3);
     for (float& l : logits) l = nd(rng);
+    return logits;
+}
+
+SamplingParams sample_params(int64_t arg) {
     SamplingParams p;
-    p.temperature = state.range(0) == 0 ? 0.0f : 0.8f;
-    if (state.range(0) == 2) p.presence_penalty = 0.5f;
-    Sampler sampler(p, V);
+    p.temperature = arg == 0 ? 0.0f : 0.8f;
+    if (arg == 2) p.presence_penalty = 0.5f;
+    return p;
+}
+
+const char* sample_label(int64_t arg) { return arg == 0 ? "greedy" : arg == 1 ? "T 0.8" : "T 0.8, presence penalty"; }
+
+// One row at a time, sample() as plain decoding calls it.
+void BM_Sample(benchmark::State& state) {
+    const std::vector<float> logits = sample_logits();
+    Sampler sampler(sample_params(state.range(0)), kSampleVocab);
     const std::vector<int32_t> history = {11, 12, 13, 14};
     for (auto _ : state)
-        for (int r = 0; r < kRows; ++r) benchmark::DoNotOptimize(sampler.sample(&logits[size_t(r) * V], history).token);
-    state.SetItemsProcessed(state.iterations() * kRows);
-    state.SetLabel(state.range(0) == 0 ? "greedy" : state.range(0) == 1 ? "T 0.8" : "T 0.8, presence penalty");
+        for (int r = 0; r < kSampleRows; ++r)
+            benchmark::DoNotOptimize(sampler.sample(&logits[size_t(r) * kSampleVocab], history).token);
+    state.SetItemsProcessed(state.iterations() * kSampleRows);
+    state.SetLabel(sample_label(state.range(0)));
 }
 
-// The same 17 rows as a verify step now samples them: each row's passes over the vocabulary prepared on
-// both threads (Sampler::prepare), then the draws in order.
+// As a verify step samples its rows: each row's passes over the vocabulary prepared on both threads
+// (Sampler::prepare), then the draws in order.
 void BM_SampleVerifyRows(benchmark::State& state) {
-    constexpr int V = 151936, kRows = 17;
-    std::vector<float> logits(size_t(V) * kRows);
-    std::mt19937 rng(5);
-    std::normal_distribution<float> nd(0, 3);
-    for (float& l : logits) l = nd(rng);
-    SamplingParams p;
-    p.temperature = state.range(0) == 0 ? 0.0f : 0.8f;
-    Sampler sampler(p, V);
-    std::vector<Sampler::Prepared> rows(kRows);
+    const std::vector<float> logits = sample_logits();
+    Sampler sampler(sample_params(state.range(0)), kSampleVocab);
+    std::vector<Sampler::Prepared> rows(kSampleRows);
     for (auto _ : state) {
-        pool().parallel_for(kRows, [&](int64_t a, int64_t b) {
-            for (int64_t r = a; r < b; ++r) sampler.prepare(&logits[size_t(r) * V], rows[size_t(r)]);
+        pool().parallel_for(kSampleRows, [&](int64_t a, int64_t b) {
+            for (int64_t r = a; r < b; ++r) sampler.prepare(&logits[size_t(r) * kSampleVocab], rows[size_t(r)]);
         });
-        for (int r = 0; r < kRows; ++r) benchmark::DoNotOptimize(sampler.sample(rows[size_t(r)]).token);
+        for (int r = 0; r < kSampleRows; ++r) benchmark::DoNotOptimize(sampler.sample(rows[size_t(r)]).token);
     }
-    state.SetItemsProcessed(state.iterations() * kRows);
-    state.SetLabel(state.range(0) == 0 ? "greedy, 2 threads" : "T 0.8, 2 threads");
+    state.SetItemsProcessed(state.iterations() * kSampleRows);
+    state.SetLabel(sample_label(state.range(0)));
 }
 
+// The cost of one empty parallel region with workers spinning: the floor under every matmul.
 void BM_PoolRun(benchmark::State& state) {
     ThreadPool& p = pool();
     const std::function<void(int, int)> fn = [](int, int) {};

@@ -115,10 +115,9 @@ public:
         if (fresh_turn) ++nonce_;
         if (kind_ == 'w' && !attachment.empty()) {
             json warm = {{"type", "response.create"}, {"input", json::array({message_item("user", attachment)})},
-                         {"generate", false}, {"store", false}, {"previous_response_id", prev_}};
+                         {"generate", false}, {"store", false}, {"instructions", instructions()}};
             if (!o_.model.empty()) warm["model"] = o_.model;
-            warm["instructions"] = instructions();
-            if (prev_.empty()) warm.erase("previous_response_id");
+            if (!prev_.empty()) warm["previous_response_id"] = prev_;
             const Turn w = exchange(warm);
             prev_ = w.response_id;
             last_warmup_ms_ = w.total_ms();
@@ -158,6 +157,9 @@ public:
         return t;
     }
 
+    // (w): the last warm-up's round trip (the file's prefill, ahead of the question).
+    double last_warmup_ms() const { return last_warmup_ms_; }
+
 private:
     // A per-mode first line keeps each mode's conversation out of the others' prefix cache.
     std::string instructions() const { return std::string("You review C++ code. Session ") + kind_ + "."; }
@@ -181,10 +183,6 @@ private:
         return t;
     }
 
-public:
-    double last_warmup_ms_ = 0;  // (w): the last warm-up's round trip (the file's prefill, before the question)
-
-private:
     char kind_;
     const LatencyOptions& o_;
     Url url_;
@@ -193,6 +191,7 @@ private:
     json history_ = json::array();
     std::string prev_;
     int nonce_ = 0;
+    double last_warmup_ms_ = 0;
 };
 
 double pct(std::vector<double> v, double p) {
@@ -265,7 +264,7 @@ std::vector<TurnRow> run_all(const std::vector<char>& kinds, const LatencyOption
                 follow_ups.push_back(modes[m]->ask(kFollowUps[k % 4], "", 1, false));
             }
             rows.push_back(measure(kinds[m], i + 1, a, follow_ups));
-            rows.back().warmup_ms = modes[m]->last_warmup_ms_;
+            rows.back().warmup_ms = modes[m]->last_warmup_ms();
             const TurnRow& r = rows.back();
             std::fprintf(stderr, "  turn %2d/%d mode %c: %6d prompt tokens (%d cached), ttft %8.2f ms\n", i + 1, o.turns, kinds[m],
                          r.prompt_tokens, r.cached_tokens, r.ttft_ms);

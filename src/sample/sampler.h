@@ -98,7 +98,7 @@ private:
     std::vector<float> work_;        // (n_vocab) penalised logits
     const float* scores_ = nullptr;  // the last call's penalised logits: work_, or the caller's row
     std::vector<TokenProb> cands_;   // candidates
-    std::vector<float> weights_;     // (n_vocab) unnormalised probabilities, no truncation (distribution())
+    std::vector<float> weights_;     // unnormalised probabilities: all n_vocab (distribution()), or the drawn block's
     Prepared own_;                   // sample(logits, history)'s prepared row
     std::vector<int32_t> counts_;    // (n_vocab) occurrences in the penalty window
     std::vector<TokenProb> dist_;    // the last distribution

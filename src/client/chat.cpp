@@ -116,12 +116,11 @@ private:
         return body;
     }
 
-    // One streamed answer; Ctrl-C/Esc cancels it. Returns false when the connection was lost before any
-    // output (the caller reconnects and retries once).
-    bool stream(const json& items, Turn& t) {
-        t = Turn{};
-        t.sent = Clock::now();
-        ws_.send(request(items).dump());
+    // Folds a response's events into t until its terminal event or the socket's end. Ctrl-C/Esc
+    // sends response.cancel (held until the response has an id); `on_delta` gets each text delta,
+    // `on_idle` runs whenever 20 ms pass without a frame.
+    template <typename OnDelta, typename OnIdle>
+    void follow(Turn& t, OnDelta on_delta, OnIdle on_idle) {
         bool cancel_wanted = false, cancel_sent = false;
         while (!t.finished) {
             if (!cancel_wanted && term_.interrupt_pressed()) cancel_wanted = true;
@@ -129,20 +128,33 @@ private:
                 ws_.send(json{{"type", "response.cancel"}, {"response_id", t.response_id}}.dump());
                 cancel_sent = true;
             }
-            auto f = ws_.next(20);
+            auto f = ws_.next(20);  // frames that arrived before a close are still read
             if (!f) {
-                if (!ws_.is_open()) return !t.text.empty();
+                if (!ws_.is_open()) return;
+                on_idle();
                 continue;
             }
             json j = json::parse(f->text, nullptr, false);
             if (j.is_discarded()) continue;
             std::string_view d = t.apply(j, f->at);
-            if (!d.empty()) {
+            if (!d.empty()) on_delta(d);
+        }
+    }
+
+    // One streamed answer; Ctrl-C/Esc cancels it. Returns false when the connection was lost before any
+    // output (the caller reconnects and retries once).
+    bool stream(const json& items, Turn& t) {
+        t = Turn{};
+        t.sent = Clock::now();
+        ws_.send(request(items).dump());
+        follow(
+            t,
+            [](std::string_view d) {
                 std::fwrite(d.data(), 1, d.size(), stdout);
                 std::fflush(stdout);
-            }
-        }
-        return true;
+            },
+            [] {});
+        return t.finished || !t.text.empty();
     }
 
     // Sends attachments as a warm-up (generate:false): the server prefills them into this connection's KV
@@ -181,23 +193,13 @@ private:
             // A long file may still be prefilling when the user is done typing: say so, and let Ctrl-C
             // stop it (the file then goes with the message, as without a warm-up).
             const auto told_at = Clock::now() + std::chrono::milliseconds(500);
-            bool told = false, cancelled = false;
-            while (!warm_turn_.finished && ws_.is_open()) {
-                auto f = ws_.next(20);
-                if (f) {
-                    json j = json::parse(f->text, nullptr, false);
-                    if (!j.is_discarded()) warm_turn_.apply(j, f->at);
-                    continue;
-                }
+            bool told = false;
+            follow(warm_turn_, [](std::string_view) {}, [&] {
                 if (!told && Clock::now() >= told_at) {
                     note("(the server is still reading the attachment; Ctrl-C sends it with your message instead)");
                     told = true;
                 }
-                if (!cancelled && term_.interrupt_pressed() && !warm_turn_.response_id.empty()) {
-                    ws_.send(json{{"type", "response.cancel"}, {"response_id", warm_turn_.response_id}}.dump());
-                    cancelled = true;
-                }
-            }
+            });
         } catch (const Error&) {
             // the connection failed: handled as unfinished below
         }

@@ -144,8 +144,8 @@ void Sampler::distribution(const float* logits, std::span<const int32_t> history
 // No truncation by rank or mass (top_k 0, top_p 1: the API's default) needs no sorting and no (id, p) list:
 // the weights exp((l_i - max) / T), in id order, 0 below min_p (the largest weight is exactly 1), are summed
 // per kFlatBlock ids; a draw walks the block sums to its block and recomputes that block's weights (the same
-// function on the same values: the same bits). Sorting cost ~30 ms a token at 151,936 tokens, the scalar exp
-// and (id, p) lists ~1.7 ms; storing every weight ~10% of what is left.
+// function on the same values: the same bits), so no row stores all its weights. Sorting cost ~30 ms a token
+// at 151,936 tokens, the scalar exp and (id, p) lists ~1.7 ms.
 double Sampler::block_weights(const float* scores, float shift, int b0, int len, float* w) const {
     double s = exp_sum(scores + b0, w, len, 1.0f / params_.temperature, shift);
     if (params_.min_p > 0.0f) {
@@ -213,9 +213,9 @@ Sampled Sampler::sample(const float* logits, std::span<const int32_t> history) {
         prepare(scores_, own_);
         return sample(own_);
     }
-    Sampled s;
+    Sampled s;  // top-k / top-p: the sorted, truncated distribution
     distribution(logits, history, dist_);
-    s.token = greedy() ? dist_[0].id : draw(dist_);
+    s.token = draw(dist_);
     logprobs_of(s.token, s);
     return s;
 }

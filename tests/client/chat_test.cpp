@@ -183,6 +183,27 @@ TEST_F(ChatTest, AttachedFilesArePrefilledBeforeTheQuestion) {
     std::filesystem::remove_all(dir);
 }
 
+// A warm-up the server refuses (the file is longer than the context) is reported; the file then goes with
+// the question, which the server refuses too, and the chat goes on: the next message is answered.
+TEST_F(ChatTest, ARefusedWarmUpIsReportedAndTheChatGoesOn) {
+    const std::string dir = temp_dir("chat-warm-refused");
+    std::string story;
+    for (int i = 0; i < 400; ++i) story += "Tom and Lily played with " + std::to_string(i) + " toys in the big park.\n";
+    write_file(dir + "/long.txt", story);
+    write_file(dir + "/in.txt", "/file " + dir + "/long.txt\nWhat did they play with?\nOnce upon a time\n");
+    const std::string err = dir + "/err.txt";
+    auto r = run_flint("chat --url " + server_->ws_url() + " --model stories -n 8 --temp 0 <" + dir + "/in.txt", err);
+    const std::string e = read_text(err);
+    EXPECT_EQ(r.exit_code, 0) << e;
+    const size_t refused = e.find("(the server did not read the attachment ahead");
+    ASSERT_NE(refused, std::string::npos) << e;
+    EXPECT_NE(e.find("context", refused), std::string::npos) << "the reason is shown\n" << e;
+    const size_t error = e.find("error:", refused);
+    ASSERT_NE(error, std::string::npos) << "the question with the file is refused too\n" << e;
+    EXPECT_EQ(cached_counts(e.substr(error)).size(), 1u) << "the next message is answered\n" << e;
+    std::filesystem::remove_all(dir);
+}
+
 TEST(ChatErrors, ServerDownAndWrongKeyExitNonZeroWithAMessage) {
     FLINT_REQUIRE_SHARED("models/stories260K.gguf");
     const std::string dir = temp_dir("chat-err");

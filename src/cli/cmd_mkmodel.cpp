@@ -1,5 +1,6 @@
 // `flint mkmodel --shape NAME --type T -o OUT.gguf` — a random-weight GGUF of a real model's shape with a
-// real tokenizer, for benchmarks (see model/random_model.h).
+// real tokenizer, for benchmarks (see model/random_model.h); `flint mkmodel --script TEXT -o OUT.gguf` — a
+// model that answers every prompt with TEXT, for driving clients end to end (model/scripted_model.h).
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -8,18 +9,29 @@
 #include "cli/commands.h"
 #include "gguf/gguf_quantize.h"
 #include "model/random_model.h"
+#include "model/scripted_model.h"
 #include "util/error.h"
 
 namespace flint::cli {
 namespace {
 
 struct MkmodelArgs {
-    std::string shape, type = "q8_0", out;
+    std::string shape, type = "q8_0", out, script;
     uint64_t seed = 42;
     uint32_t ctx = 0;
     int threads = 0;
     TokenizerFiles tok = default_tokenizer_files();
 };
+
+void mkmodel_scripted(const MkmodelArgs& a) {
+    ScriptedModelOptions o;
+    o.script = a.script;
+    if (a.ctx) o.ctx = a.ctx;
+    o.tokenizer = a.tok;
+    ScriptedModelResult r = write_scripted_model(o, a.out);
+    std::fprintf(stderr, "%s: scripted model, %zu tokens then token %d, vocab %u, width %u, context %u\n", a.out.c_str(),
+                 r.tokens.size(), r.end_token, r.n_vocab, r.n_embd, o.ctx);
+}
 
 void mkmodel(const MkmodelArgs& a) {
     const ModelShape* shape = find_model_shape(a.shape);
@@ -53,8 +65,14 @@ void mkmodel(const MkmodelArgs& a) {
 void register_mkmodel(CLI::App& app) {
     auto a = std::make_shared<MkmodelArgs>();
     CLI::App* cmd = app.add_subcommand(
-        "mkmodel", "Write a GGUF with a real model's shape, random weights and a real tokenizer (for benchmarks)");
-    cmd->add_option("--shape", a->shape, "Model shape: " + model_shape_names())->required();
+        "mkmodel", "Write a GGUF with a real model's shape, random weights and a real tokenizer (for benchmarks), "
+                   "or with --script a model that answers every prompt with a given text (for client tests)");
+    CLI::Option* shape = cmd->add_option("--shape", a->shape, "Model shape: " + model_shape_names());
+    CLI::Option* script = cmd->add_option(
+        "--script", a->script,
+        "Instead of a shape: a model that writes this text, then end-of-sequence, whatever the prompt (its tokens must be "
+        "distinct; context 32768 unless --ctx)");
+    shape->excludes(script);
     cmd->add_option("--type", a->type, "Weight type: q8_0, q6_k, q5_k, q5_0, q4_k, q4_0, f16, bf16, f32")
         ->capture_default_str();
     cmd->add_option("-o,--output", a->out, "Output GGUF file")->required();
@@ -71,7 +89,8 @@ void register_mkmodel(CLI::App& app) {
     cmd->add_option("--chat-template", a->tok.chat_template, "Chat template (.jinja)")->capture_default_str();
     cmd->add_option("--pre", a->tok.pre, "tokenizer.ggml.pre (pre-tokenizer name)")->capture_default_str();
     cmd->add_option("--vocab-from", a->tok.vocab_from, "Copy every tokenizer.* key from this GGUF instead");
-    cmd->callback([a, cmd, vocab] {
+    cmd->callback([a, cmd, vocab, shape, script] {
+        if (shape->count() == 0 && script->count() == 0) throw CLI::RequiredError("--shape or --script");
         // Another tokenizer's vocab.json must not be paired with the default (Qwen2) companions: the optional
         // files default to none as soon as --vocab-json is given.
         if (vocab->count() > 0) {
@@ -80,7 +99,8 @@ void register_mkmodel(CLI::App& app) {
             if (cmd->get_option("--chat-template")->count() == 0) a->tok.chat_template.clear();
             if (cmd->get_option("--merges")->count() == 0) a->tok.merges.clear();
         }
-        mkmodel(*a);
+        if (script->count() > 0) mkmodel_scripted(*a);
+        else mkmodel(*a);
     });
 }
 

@@ -1,0 +1,134 @@
+// write_scripted_model / `flint mkmodel --script`: whatever the prompt — plain, a chat turn, a long one,
+// one ending in a token of the script — the model writes the script and then its end token, greedily and
+// sampled; scripts it cannot write are refused with the reason.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <unistd.h>
+
+#include "model/scripted_model.h"
+#include "model_test_util.h"
+#include "sample/sampler.h"
+#include "test_paths.h"
+#include "tokenizer/chat_template.h"
+#include "tokenizer/tokenizer.h"
+#include "util/error.h"
+
+using namespace flint;
+
+namespace {
+
+std::string temp_path(const std::string& name) {
+    return (std::filesystem::temp_directory_path() / ("flint-script-" + std::to_string(::getpid()) + "-" + name)).string();
+}
+
+TokenizerFiles qwen2_files() {
+    std::string dir = test::shared_path("tokenizers/qwen2/");
+    return {.vocab_json = dir + "vocab.json", .merges = dir + "merges.txt", .added_tokens = dir + "added_tokens.json",
+            .tokenizer_config = dir + "tokenizer_config.json", .chat_template = dir + "chat_template.jinja"};
+}
+
+// Up to `n` tokens after `prompt`, stopping after an end-of-generation token (included).
+std::vector<int32_t> generate(const std::shared_ptr<Model>& m, const Tokenizer& tok, std::vector<int32_t> prompt,
+                              SamplingParams sp, int n) {
+    test::Runner r(m, static_cast<int>(prompt.size()) + n + 1);
+    Sampler sampler(sp, m->config.n_vocab);
+    std::vector<int32_t> history = prompt, out;
+    std::vector<float> logits = r.run(prompt, 0, Logits::Last);
+    for (int i = 0; i < n; ++i) {
+        const int32_t t = sampler.sample(logits.data(), history).token;
+        out.push_back(t);
+        history.push_back(t);
+        if (tok.is_eog(t)) break;
+        logits = r.run({t}, static_cast<int>(history.size()) - 1, Logits::Last);
+    }
+    return out;
+}
+
+struct Scripted {
+    std::shared_ptr<Model> model;
+    std::shared_ptr<Tokenizer> tok;
+    ScriptedModelResult info;
+};
+
+Scripted make(const std::string& script, const std::string& name) {
+    const std::string path = temp_path(name);
+    Scripted s;
+    s.info = write_scripted_model({.script = script, .ctx = 4096, .tokenizer = qwen2_files()}, path);
+    s.model = Model::load(path);
+    s.tok = Tokenizer::from_gguf(*s.model->file);
+    std::filesystem::remove(path);
+    return s;
+}
+
+TEST(ScriptedModel, WritesTheScriptWhateverThePrompt) {
+    FLINT_REQUIRE_SHARED("tokenizers/qwen2/vocab.json");
+    const std::string script = "Hello from flint.";
+    Scripted s = make(script, "hello.gguf");
+    EXPECT_EQ(s.info.tokens, s.tok->encode(script, false, false));
+    EXPECT_EQ(s.info.end_token, s.tok->eos());
+    std::string long_prompt;
+    for (int i = 0; i < 200; ++i) long_prompt += "def f" + std::to_string(i) + "(x):\n    return x * " + std::to_string(i) + "\n";
+    const std::vector<ChatMessage> turn = {{"system", "You are terse."}, {"user", "Say hello."}};
+    const std::string chat = apply_chat_template(detect_chat_format(s.tok->chat_template()), turn, true);
+    for (const std::string& prompt : {std::string("Once upon a time"), chat, long_prompt, std::string("x")}) {
+        SCOPED_TRACE(prompt.substr(0, 40));
+        const std::vector<int32_t> p = s.tok->encode(prompt, false, true);
+        for (float temp : {0.0f, 1.0f, 2.0f})
+            for (uint64_t seed : {1u, 2u, 3u}) {
+                std::vector<int32_t> out = generate(s.model, *s.tok, p, {.temperature = temp, .seed = seed}, 32);
+                ASSERT_FALSE(out.empty());
+                EXPECT_EQ(out.back(), s.info.end_token) << "temperature " << temp << " seed " << seed;
+                out.pop_back();
+                EXPECT_EQ(s.tok->decode(out), script) << "temperature " << temp << " seed " << seed;
+            }
+    }
+    // A prompt that ends in one of the script's tokens continues the script from there.
+    std::vector<int32_t> p = s.tok->encode("Well: ", false, false);
+    p.push_back(s.info.tokens[1]);
+    std::vector<int32_t> out = generate(s.model, *s.tok, p, {.temperature = 0}, 32);
+    out.pop_back();
+    EXPECT_EQ(out, std::vector<int32_t>(s.info.tokens.begin() + 2, s.info.tokens.end()));
+}
+
+TEST(ScriptedModel, LongScriptsWidenTheModel) {
+    FLINT_REQUIRE_SHARED("tokenizers/qwen2/vocab.json");
+    // 70 distinct words, each one token: more one-hot places than one 64-wide head has.
+    Scripted probe = make("x", "probe.gguf");
+    std::string script;
+    int words = 0;
+    for (int32_t id = 0; id < probe.tok->n_vocab() && words < 70; ++id) {
+        const std::string& p = probe.tok->piece(id);
+        if (p.size() < 5 || p.size() > 9 || p[0] != ' ') continue;
+        if (!std::all_of(p.begin() + 1, p.end(), [](char c) { return c >= 'a' && c <= 'z'; })) continue;
+        script += p;
+        ++words;
+    }
+    Scripted s = make(script, "long.gguf");
+    ASSERT_GT(s.info.tokens.size(), 64u);
+    EXPECT_EQ(s.info.n_embd, 128u);
+    std::vector<int32_t> out = generate(s.model, *s.tok, s.tok->encode("Go.", false, false), {.temperature = 0}, 300);
+    ASSERT_EQ(out.back(), s.info.end_token);
+    out.pop_back();
+    EXPECT_EQ(s.tok->decode(out), script);
+}
+
+TEST(ScriptedModel, RefusesScriptsItCannotWrite) {
+    FLINT_REQUIRE_SHARED("tokenizers/qwen2/vocab.json");
+    const std::string path = temp_path("bad.gguf");
+    auto message = [&](const std::string& script) {
+        try {
+            write_scripted_model({.script = script, .tokenizer = qwen2_files()}, path);
+        } catch (const Error& e) {
+            return std::string(e.what());
+        }
+        return std::string("(no error)");
+    };
+    EXPECT_NE(message("").find("the script is empty"), std::string::npos);
+    const std::string repeated = message("go go go");
+    EXPECT_NE(repeated.find("repeats the token \" go\" (at 1 and 2)"), std::string::npos) << repeated;
+    EXPECT_FALSE(std::filesystem::exists(path)) << "nothing written on a refused script";
+}
+
+}  // namespace

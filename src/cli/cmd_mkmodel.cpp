@@ -16,7 +16,7 @@ namespace flint::cli {
 namespace {
 
 struct MkmodelArgs {
-    std::string shape, type = "q8_0", out, script;
+    std::string shape, type = "q8_0", out, script, then, marker;
     uint64_t seed = 42;
     uint32_t ctx = 0;
     int threads = 0;
@@ -26,11 +26,14 @@ struct MkmodelArgs {
 void mkmodel_scripted(const MkmodelArgs& a) {
     ScriptedModelOptions o;
     o.script = a.script;
+    o.then = a.then;
+    o.marker = a.marker;
     if (a.ctx) o.ctx = a.ctx;
     o.tokenizer = a.tok;
     ScriptedModelResult r = write_scripted_model(o, a.out);
-    std::fprintf(stderr, "%s: scripted model, %zu tokens then token %d, vocab %u, width %u, context %u\n", a.out.c_str(),
-                 r.tokens.size(), r.end_token, r.n_vocab, r.n_embd, o.ctx);
+    std::fprintf(stderr, "%s: scripted model, %zu tokens then token %d", a.out.c_str(), r.tokens.size(), r.end_token);
+    if (r.marker >= 0) std::fprintf(stderr, "; after token %d, %zu tokens", r.marker, r.then_tokens.size());
+    std::fprintf(stderr, "; vocab %u, width %u, context %u\n", r.n_vocab, r.n_embd, o.ctx);
 }
 
 void mkmodel(const MkmodelArgs& a) {
@@ -73,6 +76,10 @@ void register_mkmodel(CLI::App& app) {
         "Instead of a shape: a model that writes this text, then end-of-sequence, whatever the prompt (its tokens must be "
         "distinct; context 32768 unless --ctx)");
     shape->excludes(script);
+    CLI::Option* then = cmd->add_option("--then", a->then, "With --script: the text the model writes instead once --marker is in its context");
+    cmd->add_option("--marker", a->marker, "With --then: one token's text (e.g. _response, which Qwen's <tool_response> holds)")
+        ->needs(then);
+    then->needs(script);
     cmd->add_option("--type", a->type, "Weight type: q8_0, q6_k, q5_k, q5_0, q4_k, q4_0, f16, bf16, f32")
         ->capture_default_str();
     cmd->add_option("-o,--output", a->out, "Output GGUF file")->required();

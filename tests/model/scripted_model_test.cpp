@@ -52,10 +52,10 @@ struct Scripted {
     ScriptedModelResult info;
 };
 
-Scripted make(const std::string& script, const std::string& name) {
+Scripted make(const std::string& script, const std::string& name, const std::string& then = "", const std::string& marker = "") {
     const std::string path = temp_path(name);
     Scripted s;
-    s.info = write_scripted_model({.script = script, .ctx = 4096, .tokenizer = qwen2_files()}, path);
+    s.info = write_scripted_model({.script = script, .then = then, .marker = marker, .ctx = 4096, .tokenizer = qwen2_files()}, path);
     s.model = Model::load(path);
     s.tok = Tokenizer::from_gguf(*s.model->file);
     std::filesystem::remove(path);
@@ -92,6 +92,41 @@ TEST(ScriptedModel, WritesTheScriptWhateverThePrompt) {
     EXPECT_EQ(out, std::vector<int32_t>(s.info.tokens.begin() + 2, s.info.tokens.end()));
 }
 
+// With a second script: a tool call until a tool's output (Qwen's <tool_response>, whose "_response" token
+// is the marker) is anywhere in the context, then the final answer — Codex's agent loop in two turns.
+TEST(ScriptedModel, SwitchesToTheSecondScriptOnceTheMarkerIsInTheContext) {
+    FLINT_REQUIRE_SHARED("tokenizers/qwen2/vocab.json");
+    // Compact JSON: its tokens are distinct, and none is the "\n" a chat prompt ends with.
+    const std::string call = R"(<tool_call>{"name":"exec_command","arguments":{"cmd": "echo flint-tool-ran"}}</tool_call>)";
+    const std::string answer = "Done: the command ran.";
+    Scripted s = make(call, "two.gguf", answer, "_response");
+    ASSERT_GE(s.info.marker, 0);
+    EXPECT_EQ(s.info.tokens.front(), *s.tok->find_token("<tool_call>")) << "special-token markup is parsed";
+    std::string filler;
+    for (int i = 0; i < 120; ++i) filler += "line " + std::to_string(i) + " of the tool's output\n";
+    auto turn = [&](const std::string& user, const std::string& tool_output) {
+        std::vector<ChatMessage> msgs = {{"system", "You run commands."}, {"user", user}};
+        if (!tool_output.empty()) {
+            msgs.push_back({"assistant", call});
+            msgs.push_back({"user", "<tool_response>\n" + tool_output + "\n</tool_response>"});
+        }
+        return s.tok->encode(apply_chat_template(detect_chat_format(s.tok->chat_template()), msgs, true), false, true);
+    };
+    const std::vector<std::pair<std::vector<int32_t>, std::string>> cases = {
+        {turn("Run echo hi.", ""), call},
+        {turn("Run echo hi.", "hi"), answer},
+        {turn("Run echo hi.", filler), answer},              // the marker ~1,500 tokens back
+        {s.tok->encode("x_response", false, false), answer}, // the marker as the last token
+    };
+    for (const auto& [prompt, want] : cases)
+        for (float temp : {0.0f, 1.0f, 2.0f}) {
+            std::vector<int32_t> out = generate(s.model, *s.tok, prompt, {.temperature = temp, .seed = 7}, 64);
+            ASSERT_EQ(out.back(), s.info.end_token) << "temperature " << temp;
+            out.pop_back();
+            EXPECT_EQ(s.tok->decode(out), want) << "temperature " << temp << ", prompt of " << prompt.size() << " tokens";
+        }
+}
+
 TEST(ScriptedModel, LongScriptsWidenTheModel) {
     FLINT_REQUIRE_SHARED("tokenizers/qwen2/vocab.json");
     // 70 distinct words, each one token: more one-hot places than one 64-wide head has.
@@ -117,9 +152,9 @@ TEST(ScriptedModel, LongScriptsWidenTheModel) {
 TEST(ScriptedModel, RefusesScriptsItCannotWrite) {
     FLINT_REQUIRE_SHARED("tokenizers/qwen2/vocab.json");
     const std::string path = temp_path("bad.gguf");
-    auto message = [&](const std::string& script) {
+    auto message = [&](const std::string& script, const std::string& then = "", const std::string& marker = "") {
         try {
-            write_scripted_model({.script = script, .tokenizer = qwen2_files()}, path);
+            write_scripted_model({.script = script, .then = then, .marker = marker, .tokenizer = qwen2_files()}, path);
         } catch (const Error& e) {
             return std::string(e.what());
         }
@@ -127,7 +162,13 @@ TEST(ScriptedModel, RefusesScriptsItCannotWrite) {
     };
     EXPECT_NE(message("").find("the script is empty"), std::string::npos);
     const std::string repeated = message("go go go");
-    EXPECT_NE(repeated.find("repeats the token \" go\" (at 1 and 2)"), std::string::npos) << repeated;
+    EXPECT_NE(repeated.find("the token \" go\" occurs twice in the scripts (at place 2 and 3)"), std::string::npos) << repeated;
+    const std::string shared = message("Hello there.", "Hello again.", "_response");
+    EXPECT_NE(shared.find("\"Hello\" occurs twice"), std::string::npos) << shared;
+    EXPECT_NE(message("Hi.", "Bye.", "<tool_response>").find("must be one"), std::string::npos);
+    EXPECT_NE(message("Hi.", "Bye.", "").find("needs both"), std::string::npos);
+    EXPECT_NE(message("x_response", "Bye.", "_response").find("contains the marker"), std::string::npos);
+    EXPECT_NE(message("Hi.<|im_end|>").find("contains the end-of-sequence token"), std::string::npos);
     EXPECT_FALSE(std::filesystem::exists(path)) << "nothing written on a refused script";
 }
 

@@ -222,7 +222,10 @@ ParsedOutput parse_tool_calls(const std::string& text) {
             out.text += text.substr(pos, end == std::string::npos ? std::string::npos : end + std::string(kToolClose).size() - pos);
         }
         if (end == std::string::npos) break;
-        pos = text.find(kToolOpen, end);
+        // Text between or after the calls stays text too.
+        const size_t after = end + std::string(kToolClose).size();
+        pos = text.find(kToolOpen, after);
+        out.text += text.substr(after, pos == std::string::npos ? std::string::npos : pos - after);
     }
     return out;
 }

@@ -9,6 +9,7 @@
 #include "server/conversation.h"
 #include "server/model_registry.h"
 #include "server/responses_api.h"
+#include "server/tool_stream.h"
 #include "server/ws_protocol.h"
 #include "test_paths.h"
 
@@ -108,11 +109,38 @@ TEST(ResponseEvents, WarmUpHasNoOutputItems) {
 TEST(ToolCalls, MalformedCallStaysText) {
     ParsedOutput p = parse_tool_calls("a<tool_call>{not json}</tool_call>b");
     EXPECT_TRUE(p.calls.empty());
-    EXPECT_EQ(p.text, "a<tool_call>{not json}</tool_call>");
-    ParsedOutput two = parse_tool_calls("<tool_call>{\"name\":\"f\",\"arguments\":{}}</tool_call><tool_call>{\"name\":\"g\"}</tool_call>");
+    EXPECT_EQ(p.text, "a<tool_call>{not json}</tool_call>b") << "nothing the model wrote is lost";
+    ParsedOutput two = parse_tool_calls("<tool_call>{\"name\":\"f\",\"arguments\":{}}</tool_call> and <tool_call>{\"name\":\"g\"}</tool_call>.");
     ASSERT_EQ(two.calls.size(), 2u);
+    EXPECT_EQ(two.text, " and .");
     EXPECT_EQ(two.calls[1].name, "g");
     EXPECT_EQ(two.calls[1].arguments, "{}");
+}
+
+// Text streams as it comes up to a <tool_call>; a tail that may still become one is held back, and
+// released when it does not; the calls and anything after them come at the end.
+TEST(ToolCallStream, ShowsTextUpToACallAndHoldsBackWhatMayBecomeOne) {
+    ToolCallStream s;
+    EXPECT_EQ(s.feed("Let me"), "Let me");
+    EXPECT_EQ(s.feed(" check <to"), " check ");
+    EXPECT_EQ(s.feed("ol"), "");
+    EXPECT_EQ(s.feed("box> first. "), "<toolbox> first. ");  // not a call after all
+    EXPECT_EQ(s.feed("<"), "");
+    EXPECT_EQ(s.feed("tool_call>{\"name\": \"f\", "), "");
+    EXPECT_EQ(s.feed("\"arguments\": {\"x\": 1}}</tool_call> done"), "");
+    ParsedOutput end = s.finish();
+    ASSERT_EQ(end.calls.size(), 1u);
+    EXPECT_EQ(end.calls[0].name, "f");
+    EXPECT_EQ(json::parse(end.calls[0].arguments), json({{"x", 1}}));
+    EXPECT_EQ(end.text, " done");
+    // A held tail at the end is text; a malformed call stays text; finish() starts over.
+    EXPECT_EQ(s.feed("odd <tool_"), "odd ");
+    EXPECT_EQ(s.finish().text, "<tool_");
+    EXPECT_EQ(s.feed("x<tool_call>{oops}</tool_call>"), "x");
+    ParsedOutput bad = s.finish();
+    EXPECT_TRUE(bad.calls.empty());
+    EXPECT_EQ(bad.text, "<tool_call>{oops}</tool_call>");
+    EXPECT_EQ(s.feed("plain"), "plain");
 }
 
 class ChatPrompt : public ::testing::Test {

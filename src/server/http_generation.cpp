@@ -8,6 +8,7 @@
 #include "server/http_context.h"
 #include "server/json_fields.h"
 #include "server/state.h"
+#include "server/tool_stream.h"
 #include "tokenizer/tokenizer.h"
 
 namespace flint::server {
@@ -290,6 +291,7 @@ net::awaitable<void> handle_chat_completions(HttpContext& c, const json& body) {
         co_await g.sse.chunk(first);
     }
     std::string text;
+    ToolCallStream calls;  // with tools: text streams up to a <tool_call>, the calls go at the end
     json logprobs = json::array();
     auto render = [&](const TimedEvent& ev) {
         if (ev.text.empty()) return std::string();
@@ -300,16 +302,19 @@ net::awaitable<void> handle_chat_completions(HttpContext& c, const json& body) {
             logprobs.push_back(e);
             lp = {{"content", json::array({e})}};
         }
-        // With tools the text may turn out to be a call: it is sent once parsed, at the end.
-        if (!req.p.stream || tools) return std::string();
-        return data(chat_chunk(id, model, created, {{"content", ev.text}}, nullptr, lp));
+        if (!req.p.stream) return std::string();
+        const std::string shown = tools ? calls.feed(ev.text) : ev.text;
+        if (shown.empty()) return std::string();  // held back: it may be the start of a call
+        return data(chat_chunk(id, model, created, {{"content", shown}}, nullptr, lp));
     };
     const Event final_ev = co_await g.drain(render, [](const Event&) {});
     if (!g.client_here()) co_return;
     json tool_calls = json::array();
+    std::string rest;  // streamed with tools: the held tail (or a malformed call's text) still to send
     if (tools) {
-        ParsedOutput parsed = parse_tool_calls(text);
-        text = parsed.text;
+        ParsedOutput parsed = req.p.stream ? calls.finish() : parse_tool_calls(text);
+        if (req.p.stream) rest = parsed.text;
+        else text = parsed.text;
         for (size_t i = 0; i < parsed.calls.size(); ++i)
             tool_calls.push_back({{"index", i}, {"id", make_id("call_")}, {"type", "function"},
                                   {"function", {{"name", parsed.calls[i].name}, {"arguments", parsed.calls[i].arguments}}}});
@@ -324,7 +329,7 @@ net::awaitable<void> handle_chat_completions(HttpContext& c, const json& body) {
         co_return;
     }
     std::string out;
-    if (tools && !text.empty()) out += data(chat_chunk(id, model, created, {{"content", text}}, nullptr, nullptr));
+    if (!rest.empty()) out += data(chat_chunk(id, model, created, {{"content", rest}}, nullptr, nullptr));
     if (!tool_calls.empty()) out += data(chat_chunk(id, model, created, {{"tool_calls", tool_calls}}, nullptr, nullptr));
     out += data(chat_chunk(id, model, created, json::object(), finish, nullptr));
     if (req.p.include_usage) out += data(chat_usage_chunk(id, model, created, final_ev.usage));

@@ -277,33 +277,7 @@ void ResponseEvents::emit_text(const std::string& delta, const Event* tok_ev, st
 }
 
 void ResponseEvents::token(const Event& e, std::vector<json>& out, int64_t t_us) {
-    if (!tools_) {
-        emit_text(e.text, &e, out, t_us);
-        return;
-    }
-    if (in_tool_) {
-        tool_text_ += e.text;
-        return;
-    }
-    // Show text up to a "<tool_call>" and hold back a tail that could still become one.
-    static const std::string open = "<tool_call>";
-    std::string s = held_ + e.text;
-    held_.clear();
-    size_t pos = s.find(open);
-    if (pos != std::string::npos) {
-        emit_text(s.substr(0, pos), &e, out, t_us);
-        in_tool_ = true;
-        tool_text_ = s.substr(pos);
-        return;
-    }
-    size_t keep = 0;
-    for (size_t k = std::min(open.size() - 1, s.size()); k > 0; --k)
-        if (s.compare(s.size() - k, k, open, 0, k) == 0) {
-            keep = k;
-            break;
-        }
-    held_ = s.substr(s.size() - keep);
-    emit_text(s.substr(0, s.size() - keep), &e, out, t_us);
+    emit_text(tools_ ? calls_.feed(e.text) : e.text, &e, out, t_us);
 }
 
 void ResponseEvents::finish(const Event& fin, const std::vector<int32_t>& prompt, std::vector<json>& out, int64_t t_us) {
@@ -314,10 +288,8 @@ void ResponseEvents::finish(const Event& fin, const std::vector<int32_t>& prompt
     rec_.timings = fin.timings;
     rec_.usage = responses_usage(fin.usage);
     const bool generated = fin.finish != FinishReason::Prefilled;
-    emit_text(held_, nullptr, out, t_us);
-    held_.clear();
-    ParsedOutput parsed = parse_tool_calls(tool_text_);
-    emit_text(parsed.text, nullptr, out, t_us);  // a malformed <tool_call> stays visible text
+    ParsedOutput parsed = calls_.finish();
+    emit_text(parsed.text, nullptr, out, t_us);  // the held tail; a malformed <tool_call> stays visible text
     const bool cancelled = fin.finish == FinishReason::Cancelled;
     const bool truncated = fin.finish == FinishReason::Length || fin.finish == FinishReason::ContextFull;
     const char* item_status = cancelled || truncated ? "incomplete" : "completed";

@@ -11,6 +11,7 @@
 
 #include "runtime/request.h"
 #include "server/conversation.h"
+#include "server/tool_stream.h"
 
 namespace flint {
 class Tokenizer;
@@ -105,11 +106,9 @@ private:
     int64_t seq_ = 0;
     bool tools_ = false;         // tools given: watch for <tool_call>
     bool message_open_ = false;
-    bool in_tool_ = false;
+    ToolCallStream calls_;       // with tools: the text to show, the calls to parse
     std::string msg_id_;
     std::string text_;           // visible text so far
-    std::string held_;           // a possible "<tool_call>" prefix not yet shown
-    std::string tool_text_;      // everything from the first <tool_call>
     json logprobs_ = json::array();
 };
 

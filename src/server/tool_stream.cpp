@@ -1,0 +1,41 @@
+#include "server/tool_stream.h"
+
+#include <algorithm>
+
+namespace flint::server {
+namespace {
+const std::string kOpen = "<tool_call>";
+}
+
+std::string ToolCallStream::feed(std::string_view text) {
+    if (in_call_) {
+        call_text_ += text;
+        return {};
+    }
+    std::string s = held_;
+    s += text;
+    held_.clear();
+    if (size_t pos = s.find(kOpen); pos != std::string::npos) {
+        in_call_ = true;
+        call_text_ = s.substr(pos);
+        s.resize(pos);
+        return s;
+    }
+    // Hold back the longest tail that is a proper prefix of "<tool_call>".
+    for (size_t k = std::min(kOpen.size() - 1, s.size()); k > 0; --k)
+        if (s.compare(s.size() - k, k, kOpen, 0, k) == 0) {
+            held_ = s.substr(s.size() - k);
+            s.resize(s.size() - k);
+            break;
+        }
+    return s;
+}
+
+ParsedOutput ToolCallStream::finish() {
+    ParsedOutput parsed = parse_tool_calls(call_text_);
+    parsed.text = held_ + parsed.text;  // a malformed <tool_call> stays visible text
+    *this = ToolCallStream{};
+    return parsed;
+}
+
+}  // namespace flint::server

@@ -1,0 +1,117 @@
+// Function calling over HTTP, with a scripted model (`flint mkmodel --script`) that says a few words and then
+// makes a Qwen-style tool call: both APIs stream the words as they are generated — token by token, before
+// the call is complete — and then deliver the call as a structured item (Responses: a function_call output
+// item; Chat Completions: delta.tool_calls and finish_reason "tool_calls").
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <unistd.h>
+
+#include "harness.h"
+#include "model/scripted_model.h"
+
+namespace flint::test {
+namespace {
+
+const std::string kWords = "Let me run it. ";
+const std::string kCall = R"(<tool_call>{"name":"exec_command","arguments":{"cmd": "echo flint-tool-ran"}}</tool_call>)";
+const json kTools = json::array({{{"type", "function"},
+                                  {"name", "exec_command"},
+                                  {"description", "Runs a shell command."},
+                                  {"parameters", {{"type", "object"}, {"properties", {{"cmd", {{"type", "string"}}}}}}}}});
+
+class ToolsHttp : public ::testing::Test {
+protected:
+    void SetUp() override {
+        FLINT_REQUIRE_SHARED("tokenizers/qwen2/vocab.json");
+        FLINT_REQUIRE_SHARED("models/stories260K.gguf");
+        path_ = (std::filesystem::temp_directory_path() / ("flint-tools-" + std::to_string(::getpid()) + ".gguf")).string();
+        TokenizerFiles files;
+        const std::string dir = shared_path("tokenizers/qwen2/");
+        files = {.vocab_json = dir + "vocab.json", .merges = dir + "merges.txt", .added_tokens = dir + "added_tokens.json",
+                 .tokenizer_config = dir + "tokenizer_config.json", .chat_template = dir + "chat_template.jinja"};
+        write_scripted_model({.script = kWords + kCall, .ctx = 4096, .tokenizer = files}, path_);
+        server_ = std::make_unique<TestServer>();
+        ASSERT_EQ(post_json(server_->port(), "/v1/models", {{"path", path_}, {"id", "agent"}}).status, 201);
+    }
+    void TearDown() override {
+        server_.reset();
+        if (!path_.empty()) std::filesystem::remove(path_);
+    }
+    int port() const { return server_->port(); }
+    std::string path_;
+    std::unique_ptr<TestServer> server_;
+};
+
+TEST_F(ToolsHttp, ChatCompletionsStreamsTheWordsBeforeTheCall) {
+    json req = {{"model", "agent"}, {"messages", {{{"role", "user"}, {"content", "Run echo."}}}}, {"tools", json::array()},
+                {"stream", true}};
+    for (const json& t : kTools) req["tools"].push_back({{"type", "function"}, {"function", {{"name", t["name"]}, {"parameters", t["parameters"]}}}});
+    SseResult r = sse(port(), "/v1/chat/completions", req);
+    ASSERT_EQ(r.status, 200) << r.body;
+    std::string words;
+    int word_chunks = 0;
+    json calls;
+    std::string finish;
+    for (const SseEvent& e : r.events) {
+        if (e.data == "[DONE]") break;
+        const json c = json::parse(e.data);
+        if (c["choices"].empty()) continue;
+        const json& d = c["choices"][0]["delta"];
+        if (d.contains("tool_calls")) {
+            EXPECT_TRUE(calls.is_null()) << "one tool_calls chunk";
+            calls = d["tool_calls"];
+        } else if (!d.value("content", "").empty()) {
+            EXPECT_TRUE(calls.is_null()) << "no text after the call\n" << e.data;
+            words += d["content"].get<std::string>();
+            ++word_chunks;
+        }
+        if (!c["choices"][0]["finish_reason"].is_null()) finish = c["choices"][0]["finish_reason"];
+    }
+    EXPECT_EQ(words, kWords);
+    EXPECT_GE(word_chunks, 4) << "the words streamed one token at a time, not at the end";
+    ASSERT_EQ(calls.size(), 1u);
+    EXPECT_EQ(calls[0]["type"], "function");
+    EXPECT_EQ(calls[0]["function"]["name"], "exec_command");
+    EXPECT_EQ(json::parse(calls[0]["function"]["arguments"].get<std::string>()), json({{"cmd", "echo flint-tool-ran"}}));
+    EXPECT_EQ(finish, "tool_calls");
+
+    // Not streamed: the same, in one message.
+    req["stream"] = false;
+    HttpResult j = post_json(port(), "/v1/chat/completions", req);
+    ASSERT_EQ(j.status, 200) << j.body;
+    const json msg = j.json_body()["choices"][0]["message"];
+    EXPECT_EQ(msg["content"], kWords);
+    ASSERT_EQ(msg["tool_calls"].size(), 1u);
+    EXPECT_EQ(msg["tool_calls"][0]["function"]["name"], "exec_command");
+}
+
+TEST_F(ToolsHttp, ResponsesStreamTheWordsBeforeTheFunctionCallItem) {
+    json req = {{"model", "agent"}, {"input", "Run echo."}, {"tools", kTools}, {"stream", true}};
+    SseResult r = sse(port(), "/v1/responses", req);
+    ASSERT_EQ(r.status, 200) << r.body;
+    std::string words;
+    int deltas = 0;
+    bool call_seen = false;
+    json final_output;
+    for (const SseEvent& e : r.events) {
+        const json j = json::parse(e.data);
+        if (e.event == "response.output_text.delta") {
+            EXPECT_FALSE(call_seen);
+            words += j["delta"].get<std::string>();
+            ++deltas;
+        }
+        if (e.event == "response.output_item.added" && j["item"]["type"] == "function_call") call_seen = true;
+        if (e.event == "response.completed") final_output = j["response"]["output"];
+    }
+    EXPECT_EQ(words, kWords);
+    EXPECT_GE(deltas, 4);
+    EXPECT_TRUE(call_seen);
+    ASSERT_EQ(final_output.size(), 2u);
+    EXPECT_EQ(final_output[0]["type"], "message");
+    EXPECT_EQ(final_output[1]["type"], "function_call");
+    EXPECT_EQ(final_output[1]["name"], "exec_command");
+}
+
+}  // namespace
+}  // namespace flint::test

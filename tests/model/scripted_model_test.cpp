@@ -19,14 +19,9 @@ using namespace flint;
 
 namespace {
 
+// The models carry the default tokenizer: Qwen2.5's, from ../shared/tokenizers/qwen2 (default_tokenizer_files()).
 std::string temp_path(const std::string& name) {
     return (std::filesystem::temp_directory_path() / ("flint-script-" + std::to_string(::getpid()) + "-" + name)).string();
-}
-
-TokenizerFiles qwen2_files() {
-    std::string dir = test::shared_path("tokenizers/qwen2/");
-    return {.vocab_json = dir + "vocab.json", .merges = dir + "merges.txt", .added_tokens = dir + "added_tokens.json",
-            .tokenizer_config = dir + "tokenizer_config.json", .chat_template = dir + "chat_template.jinja"};
 }
 
 // Up to `n` tokens after `prompt`, stopping after an end-of-generation token (included).
@@ -55,7 +50,7 @@ struct Scripted {
 Scripted make(const std::string& script, const std::string& name, const std::string& then = "", const std::string& marker = "") {
     const std::string path = temp_path(name);
     Scripted s;
-    s.info = write_scripted_model({.script = script, .then = then, .marker = marker, .ctx = 4096, .tokenizer = qwen2_files()}, path);
+    s.info = write_scripted_model({.script = script, .then = then, .marker = marker, .ctx = 4096}, path);
     s.model = Model::load(path);
     s.tok = Tokenizer::from_gguf(*s.model->file);
     std::filesystem::remove(path);
@@ -154,7 +149,7 @@ TEST(ScriptedModel, RefusesScriptsItCannotWrite) {
     const std::string path = temp_path("bad.gguf");
     auto message = [&](const std::string& script, const std::string& then = "", const std::string& marker = "") {
         try {
-            write_scripted_model({.script = script, .then = then, .marker = marker, .tokenizer = qwen2_files()}, path);
+            write_scripted_model({.script = script, .then = then, .marker = marker}, path);
         } catch (const Error& e) {
             return std::string(e.what());
         }

@@ -2,7 +2,7 @@
 // Run: FLINT_BINARY=build/flint node --test   (CTest does this; `npm ci` first installs the SDK).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, execFileSync } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,6 +13,10 @@ import { ResponsesWS } from 'openai/resources/responses/ws';
 const BINARY = process.env.FLINT_BINARY;
 const MODEL_PATH = process.env.FLINT_MODEL; // stories260K.gguf
 const KEY = 'sk-flint-node-test';
+const WORDS = 'Let me run it. ';
+const CALL = '<tool_call>{"name":"exec_command","arguments":{"cmd": "echo flint-tool-ran"}}</tool_call>';
+const ANSWER = 'Done: the command ran!';
+const PARAMS = { type: 'object', properties: { cmd: { type: 'string' } }, required: ['cmd'] };
 let server;
 let client;
 let dir;
@@ -22,6 +26,12 @@ before(async () => {
   dir = mkdtempSync(join(tmpdir(), 'flint-node-'));
   const args = ['serve', '--port', '0', '--store', join(dir, 'responses.db'), '--api-key', KEY, '-t', '1'];
   if (MODEL_PATH) args.push('-m', `stories=${MODEL_PATH}`);
+  // A scripted model for function calling (`flint mkmodel --script`): a few words and a Qwen-style tool
+  // call, then — once a tool's output (<tool_response>, token "_response") is in the context — an answer.
+  const agent = join(dir, 'agent.gguf');
+  execFileSync(BINARY, ['mkmodel', '--script', WORDS + CALL, '--then', ANSWER, '--marker', '_response', '-o', agent],
+    { stdio: ['ignore', 'ignore', 'inherit'] });
+  args.push('-m', `agent=${agent}`);
   server = spawn(BINARY, args, { stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
   const port = await new Promise((resolve, reject) => {
@@ -123,6 +133,44 @@ test('chat.completions.create (JSON and stream with usage)', async () => {
   }
   assert.ok(text.length > 0);
   assert.ok(usage && usage.completion_tokens > 0);
+});
+
+test('function calling over Responses: the SDK gets a function_call item, sends the output back', async () => {
+  const tools = [{ type: 'function', name: 'exec_command', description: 'Runs a shell command.', parameters: PARAMS }];
+  const r = await client.responses.create({ model: 'agent', input: 'Run echo.', tools });
+  assert.equal(r.output_text, WORDS);
+  const call = r.output.find((o) => o.type === 'function_call');
+  assert.ok(call, JSON.stringify(r.output));
+  assert.equal(call.name, 'exec_command');
+  assert.deepEqual(JSON.parse(call.arguments), { cmd: 'echo flint-tool-ran' });
+  const r2 = await client.responses.create({
+    model: 'agent', previous_response_id: r.id, tools,
+    input: [{ type: 'function_call_output', call_id: call.call_id, output: 'flint-tool-ran' }],
+  });
+  assert.equal(r2.output_text, ANSWER);
+  assert.equal(r2.output.filter((o) => o.type === 'function_call').length, 0);
+});
+
+test('function calling over Chat Completions: the SDK stream helper assembles the streamed call', async () => {
+  const tools = [{ type: 'function', function: { name: 'exec_command', parameters: PARAMS } }];
+  const messages = [{ role: 'user', content: 'Run echo.' }];
+  const stream = client.chat.completions.stream({ model: 'agent', messages, tools });
+  let deltas = 0;
+  stream.on('content', () => { deltas += 1; });
+  const done = await stream.finalChatCompletion();
+  const msg = done.choices[0].message;
+  assert.equal(msg.content, WORDS);
+  assert.ok(deltas >= 4, `the words streamed (${deltas} content events)`);
+  assert.equal(done.choices[0].finish_reason, 'tool_calls');
+  assert.equal(msg.tool_calls.length, 1);
+  assert.equal(msg.tool_calls[0].function.name, 'exec_command');
+  assert.deepEqual(JSON.parse(msg.tool_calls[0].function.arguments), { cmd: 'echo flint-tool-ran' });
+  const next = await client.chat.completions.create({
+    model: 'agent', tools,
+    messages: [...messages, msg, { role: 'tool', tool_call_id: msg.tool_calls[0].id, content: 'flint-tool-ran' }],
+  });
+  assert.equal(next.choices[0].message.content, ANSWER);
+  assert.equal(next.choices[0].finish_reason, 'stop');
 });
 
 test('a wrong key is an AuthenticationError', async () => {

@@ -193,3 +193,30 @@ TEST(Mkmodel, CommandLineMakesALoadableFileAndReportsBadArguments) {
     EXPECT_NE(msg.find("/nonexistent/in.gguf: cannot open"), std::string::npos) << msg;
     EXPECT_FALSE(std::filesystem::exists(out));
 }
+
+// `flint mkmodel --script`: the file it writes answers with the script (flint run), and the options that
+// do not go together are refused with a message, nothing written.
+TEST(Mkmodel, ScriptedModelFromTheCommandLine) {
+    FLINT_REQUIRE_SHARED("tokenizers/qwen2/vocab.json");
+    if (!std::filesystem::exists(FLINT_BINARY)) GTEST_SKIP() << FLINT_BINARY << " is not built";
+    std::string out = temp_path("script.gguf"), msg;
+    ASSERT_EQ(run_flint("mkmodel --script 'Hello from flint.' --then 'Bye now!' --marker _response --ctx 2048 -o " + out, msg), 0)
+        << msg;
+    EXPECT_NE(msg.find("scripted model, 5 tokens then token 151645; after token 9655, "), std::string::npos) << msg;
+    EXPECT_EQ(gguf::File::open(out)->get_u64("llama.context_length", 0), 2048u);
+    ASSERT_EQ(run_flint("run -m " + out + " -p 'Tell me a story' -n 20 --temp 1 --seed 4", msg), 0) << msg;
+    EXPECT_NE(msg.find("Hello from flint."), std::string::npos) << msg;
+    ASSERT_EQ(run_flint("run -m " + out + " -p 'tool_response came back' -n 20 --temp 0", msg), 0) << msg;
+    EXPECT_NE(msg.find("Bye now!"), std::string::npos) << msg;
+    std::filesystem::remove(out);
+
+    EXPECT_NE(run_flint("mkmodel -o " + out, msg), 0);
+    EXPECT_NE(msg.find("--shape or --script is required"), std::string::npos) << msg;
+    EXPECT_NE(run_flint("mkmodel --shape tiny --script x -o " + out, msg), 0);
+    EXPECT_NE(msg.find("--shape excludes --script"), std::string::npos) << msg;
+    EXPECT_NE(run_flint("mkmodel --script x --then y -o " + out, msg), 0);
+    EXPECT_NE(msg.find("needs both its text and the marker"), std::string::npos) << msg;
+    EXPECT_EQ(run_flint("mkmodel --script 'go go go' -o " + out, msg), 1);
+    EXPECT_NE(msg.find("occurs twice"), std::string::npos) << msg;
+    EXPECT_FALSE(std::filesystem::exists(out));
+}

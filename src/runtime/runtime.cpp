@@ -466,9 +466,15 @@ uint64_t Runtime::submit(GenerationRequest req, Callback on_event) {
     const int n = static_cast<int>(req.prompt.size());
     auto invalid = [](const std::string& m) { throw InvalidRequestError(m); };
     if (n == 0) invalid("the prompt is empty: nothing to continue from");
-    if (n >= cfg_.ctx)
-        throw ContextLengthError("the prompt is " + std::to_string(n) + " tokens but the context is " +
-                                 std::to_string(cfg_.ctx) + " tokens");
+    if (n >= cfg_.ctx) {
+        // Servers default to at most 4k of a model's context; say when the model itself takes more.
+        const int trained = model_->config.ctx_train;
+        throw ContextLengthError("the prompt is " + std::to_string(n) + " tokens but the context is " + std::to_string(cfg_.ctx) +
+                                 " tokens" +
+                                 (trained > cfg_.ctx ? " (the model takes up to " + std::to_string(trained) +
+                                                           ": a longer context can be configured, e.g. flint serve --ctx)"
+                                                     : std::string()));
+    }
     if (static_cast<int64_t>(n) + cfg_.block_size > impl_->kv->n_blocks() * cfg_.block_size)
         throw ContextLengthError("the prompt is " + std::to_string(n) + " tokens but the KV memory holds " +
                                  std::to_string(impl_->kv->n_blocks() * cfg_.block_size));

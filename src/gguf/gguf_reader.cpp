@@ -197,19 +197,6 @@ int64_t elem_i64(const Value& v, uint64_t k) {
         default: return 0;
     }
 }
-std::string quoted(std::string_view s, size_t max_len = 60) {
-    std::string out = "\"";
-    for (size_t k = 0; k < s.size() && k < max_len; ++k) {
-        unsigned char ch = static_cast<unsigned char>(s[k]);
-        if (ch == '\n') out += "\\n";
-        else if (ch == '"') out += "\\\"";
-        else if (ch == '\\') out += "\\\\";
-        else if (ch < 0x20) { char buf[8]; std::snprintf(buf, sizeof buf, "\\x%02x", ch); out += buf; }
-        else out += static_cast<char>(ch);
-    }
-    if (s.size() > max_len) out += "…";
-    return out + "\"";
-}
 }  // namespace
 
 std::string Value::to_string(size_t max_items) const {

@@ -3,7 +3,6 @@
 #include "model/scripted_model.h"
 
 #include <cmath>
-#include <cstdio>
 #include <tuple>
 #include <unordered_map>
 
@@ -69,22 +68,6 @@ void add_f32(gguf::Writer& w, std::string name, std::vector<uint64_t> dims, floa
     std::fill(f, f + n, value);
     for (auto [r, c, v] : entries) f[uint64_t(r) * dims[0] + c] = v;
     w.add_tensor(std::move(name), DType::F32, std::move(dims), std::move(bytes));
-}
-
-// A token's text for messages: quoted, control and non-ASCII bytes escaped.
-std::string quoted(const std::string& piece) {
-    std::string out = "\"";
-    for (unsigned char c : piece) {
-        if (c == '"' || c == '\\') out += '\\', out += char(c);
-        else if (c == '\n') out += "\\n";
-        else if (c >= 0x20 && c < 0x7f) out += char(c);
-        else {
-            char buf[5];
-            std::snprintf(buf, sizeof buf, "\\x%02x", c);
-            out += buf;
-        }
-    }
-    return out + "\"";
 }
 
 }  // namespace

@@ -9,9 +9,6 @@
 namespace flint::server {
 namespace {
 
-constexpr const char* kToolOpen = "<tool_call>";
-constexpr const char* kToolClose = "</tool_call>";
-
 std::string tool_call_text(const InputItem& it) {
     nlohmann::json args = nlohmann::json::parse(it.arguments, nullptr, false);
     nlohmann::json call = {{"name", it.name}, {"arguments", args.is_discarded() ? nlohmann::json(it.arguments) : args}};

@@ -68,7 +68,12 @@ bool drop_oldest_turns(const ModelEntry& m, History& history, size_t excess);
 // The <tools> system block for a tools array (empty when there are no function tools).
 std::string render_tools(const nlohmann::json& tools);
 
-// Tool calls parsed out of generated text: the text before the first <tool_call>, and each call.
+// Qwen2.5's tool-call markup, around a {"name":…,"arguments":…} object.
+constexpr const char* kToolOpen = "<tool_call>";
+constexpr const char* kToolClose = "</tool_call>";
+
+// Tool calls parsed out of generated text: the text outside the calls (a malformed call's included), and
+// each call.
 struct ParsedToolCall {
     std::string name;
     std::string arguments;  // JSON text

@@ -4,7 +4,7 @@
 
 namespace flint::server {
 namespace {
-const std::string kOpen = "<tool_call>";
+const std::string kOpen = kToolOpen;
 }
 
 std::string ToolCallStream::feed(std::string_view text) {

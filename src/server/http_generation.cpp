@@ -290,31 +290,30 @@ net::awaitable<void> handle_chat_completions(HttpContext& c, const json& body) {
         const std::string first = data(chat_chunk(id, model, created, role, nullptr, nullptr));
         co_await g.sse.chunk(first);
     }
-    std::string text;
-    ToolCallStream calls;  // with tools: text streams up to a <tool_call>, the calls go at the end
+    std::string text;      // the message's content: the text, without the calls
+    ToolCallStream calls;  // with tools: text shows up to a <tool_call>, the calls are parsed at the end
     json logprobs = json::array();
     auto render = [&](const TimedEvent& ev) {
         if (ev.text.empty()) return std::string();
-        text += ev.text;
         json lp = nullptr;
         if (req.p.logprobs && ev.token >= 0) {
             json e = token_logprobs(tok, ev);
             logprobs.push_back(e);
             lp = {{"content", json::array({e})}};
         }
-        if (!req.p.stream) return std::string();
         const std::string shown = tools ? calls.feed(ev.text) : ev.text;
-        if (shown.empty()) return std::string();  // held back: it may be the start of a call
+        text += shown;
+        if (!req.p.stream || shown.empty()) return std::string();  // empty: held back, it may start a call
         return data(chat_chunk(id, model, created, {{"content", shown}}, nullptr, lp));
     };
     const Event final_ev = co_await g.drain(render, [](const Event&) {});
     if (!g.client_here()) co_return;
     json tool_calls = json::array();
-    std::string rest;  // streamed with tools: the held tail (or a malformed call's text) still to send
+    std::string rest;  // with tools: the held tail, a malformed call's text, text after the calls
     if (tools) {
-        ParsedOutput parsed = req.p.stream ? calls.finish() : parse_tool_calls(text);
-        if (req.p.stream) rest = parsed.text;
-        else text = parsed.text;
+        ParsedOutput parsed = calls.finish();
+        rest = parsed.text;
+        text += rest;
         for (size_t i = 0; i < parsed.calls.size(); ++i)
             tool_calls.push_back({{"index", i}, {"id", make_id("call_")}, {"type", "function"},
                                   {"function", {{"name", parsed.calls[i].name}, {"arguments", parsed.calls[i].arguments}}}});

@@ -7,12 +7,13 @@
 // Run: FLINT_BINARY=build/flint node --test   (CTest does this; `npm ci` here first installs Codex).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, execFileSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { startServe, writeScriptedModel } from '../flint_serve.mjs';
 
 const BINARY = process.env.FLINT_BINARY;
 const CODEX = join(dirname(fileURLToPath(import.meta.url)), 'node_modules', '.bin', 'codex');
@@ -27,28 +28,15 @@ before(async () => {
   assert.ok(BINARY, 'set FLINT_BINARY to the flint executable');
   dir = mkdtempSync(join(tmpdir(), 'flint-codex-'));
   const model = join(dir, 'scripted.gguf');
-  execFileSync(BINARY, ['mkmodel', '--script', CALL, '--then', ANSWER, '--marker', '_response', '-o', model],
-    { stdio: ['ignore', 'ignore', 'inherit'] });
-  const args = ['serve', '--port', '0', '--ctx', '32768', '-t', '1', '--store', join(dir, 'responses.db'),
-    '--api-key', KEY, '-m', `scripted=${model}`];
-  server = spawn(BINARY, args, { stdio: ['ignore', 'pipe', 'inherit'] });
-  let out = '';
-  port = await new Promise((resolve, reject) => {
-    server.on('exit', (code) => reject(new Error(`flint serve exited with ${code}`)));
-    server.stdout.on('data', (chunk) => {
-      out += chunk;
-      const m = out.match(/listening on http:\/\/127\.0\.0\.1:(\d+)/);
-      if (m) resolve(Number(m[1]));
-    });
-  });
+  writeScriptedModel(BINARY, model, { script: CALL, then: ANSWER, marker: '_response' });
+  server = await startServe(BINARY, ['--ctx', '32768', '-t', '1', '--store', join(dir, 'responses.db'),
+    '--api-key', KEY, '-m', `scripted=${model}`]);
+  port = server.port;
   mkdirSync(join(dir, 'work'));
 });
 
 after(async () => {
-  if (server && server.exitCode === null) {
-    server.kill('SIGTERM');
-    await once(server, 'exit');
-  }
+  if (server) await server.stop();
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 

@@ -2,13 +2,12 @@
 // Run: FLINT_BINARY=build/flint node --test   (CTest does this; `npm ci` first installs the SDK).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, execFileSync } from 'node:child_process';
-import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import OpenAI from 'openai';
 import { ResponsesWS } from 'openai/resources/responses/ws';
+import { startServe, writeScriptedModel } from '../flint_serve.mjs';
 
 const BINARY = process.env.FLINT_BINARY;
 const MODEL_PATH = process.env.FLINT_MODEL; // stories260K.gguf
@@ -24,32 +23,19 @@ let dir;
 before(async () => {
   assert.ok(BINARY, 'set FLINT_BINARY to the flint executable');
   dir = mkdtempSync(join(tmpdir(), 'flint-node-'));
-  const args = ['serve', '--port', '0', '--store', join(dir, 'responses.db'), '--api-key', KEY, '-t', '1'];
+  const args = ['--store', join(dir, 'responses.db'), '--api-key', KEY, '-t', '1'];
   if (MODEL_PATH) args.push('-m', `stories=${MODEL_PATH}`);
   // A scripted model for function calling (`flint mkmodel --script`): a few words and a Qwen-style tool
   // call, then — once a tool's output (<tool_response>, token "_response") is in the context — an answer.
   const agent = join(dir, 'agent.gguf');
-  execFileSync(BINARY, ['mkmodel', '--script', WORDS + CALL, '--then', ANSWER, '--marker', '_response', '-o', agent],
-    { stdio: ['ignore', 'ignore', 'inherit'] });
+  writeScriptedModel(BINARY, agent, { script: WORDS + CALL, then: ANSWER, marker: '_response' });
   args.push('-m', `agent=${agent}`);
-  server = spawn(BINARY, args, { stdio: ['ignore', 'pipe', 'inherit'] });
-  let out = '';
-  const port = await new Promise((resolve, reject) => {
-    server.on('exit', (code) => reject(new Error(`flint serve exited with ${code}`)));
-    server.stdout.on('data', (chunk) => {
-      out += chunk;
-      const m = out.match(/listening on http:\/\/127\.0\.0\.1:(\d+)/);
-      if (m) resolve(Number(m[1]));
-    });
-  });
-  client = new OpenAI({ apiKey: KEY, baseURL: `http://127.0.0.1:${port}/v1`, maxRetries: 0 });
+  server = await startServe(BINARY, args);
+  client = new OpenAI({ apiKey: KEY, baseURL: `http://127.0.0.1:${server.port}/v1`, maxRetries: 0 });
 });
 
 after(async () => {
-  if (server && server.exitCode === null) {
-    server.kill('SIGTERM');
-    await once(server, 'exit');
-  }
+  if (server) await server.stop();
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 

@@ -75,8 +75,9 @@ public:
                 posted_ = false;
             }
             if (!out.empty()) co_return out;
-            // Bounded: a wake-up lost in some interleaving we have not found (seen once as a stream that
-            // never ended under load, with 2 I/O threads) costs at most this long instead of a hang.
+            // Unbounded: push() posts a wake-up whenever it queues onto an empty channel, and this loop
+            // re-checks the queue on the executor before every wait (the hang once blamed on a lost wake-up
+            // was a blocking peek, 025469a; tests/server/stream_end_test.cpp).
             co_await signal_->wait();
         }
     }

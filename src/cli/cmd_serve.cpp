@@ -25,6 +25,8 @@ struct ServeOptions {
     std::string store;
     bool no_store = false;
     bool no_websocket = false;
+    bool no_speculation = false;
+    bool no_prompt_lookup = false;
     int ctx = 0;
 };
 
@@ -64,6 +66,8 @@ void serve(ServeOptions& o) {
     if (!dt) fail("--kv-type '", o.kv_type, "': unknown type");
     o.runtime.kv_type = *dt;
     o.runtime.ctx = o.ctx;  // 0: the model's own (at most 4096), resolved per model
+    o.runtime.speculative = !o.no_speculation;
+    o.runtime.prompt_lookup = !o.no_prompt_lookup;
     if (o.models.empty()) {
         std::string def = default_model_path();
         if (!std::filesystem::exists(def)) fail("no model given and the default ", def, " is absent; pass -m name=path.gguf");
@@ -105,6 +109,14 @@ void register_serve(CLI::App& app) {
     cmd->add_option("--background-step-ms", o->runtime.background_step_ms,
                     "While priority requests come, size flex prefill chunks so a step takes about this long (default 200; 0: off)")
         ->check(CLI::Range(0.0, 60000.0));
+    cmd->add_flag("--no-prompt-lookup", o->no_prompt_lookup,
+                  "Do not draft from n-gram matches in the prompt and output (predictions still speculate); lookup "
+                  "is on by default and drafts less, down to a rare single token, where its drafts are rejected");
+    cmd->add_flag("--no-speculation", o->no_speculation,
+                  "Decode one token per step: no drafts from predictions or prompt lookup (the output is the same "
+                  "either way; this only trades speed, e.g. for comparisons)");
+    cmd->add_option("--max-draft", o->runtime.max_draft, "Most draft tokens verified in one step (default 16)")
+        ->check(CLI::Range(1, 64));
     cmd->add_option("--chat-format", o->chat_format, "Chat format for models without a template: chatml, llama3, llama2, zephyr");
     cmd->add_option("--io-threads", o->server.io_threads, "Threads for sockets (default 2)")->check(CLI::Range(1, 256));
     cmd->add_option("--body-limit", o->server.body_limit, "Largest request body in bytes (default 8 MiB)")->check(CLI::Range(int64_t{1024}, int64_t{1} << 34));

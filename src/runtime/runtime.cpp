@@ -67,7 +67,7 @@ struct Runtime::Impl {
     std::atomic<int> n_waiting{0}, n_running{0};
     std::atomic<int64_t> blocks_used{0}, blocks_cached{0};
     std::atomic<uint64_t> requests_total{0}, prompt_total{0}, cached_total{0}, prefilled_total{0}, generated_total{0},
-        steps_total{0};
+        steps_total{0}, drafted_prediction{0}, accepted_prediction{0}, drafted_lookup{0}, accepted_lookup{0};
 
     std::thread thread;
 
@@ -189,7 +189,7 @@ struct Runtime::Impl {
         s->sampler.emplace(r.sampling, model.config.n_vocab);
         s->decoder.emplace(tok);
         s->stops = StopMatcher(r.stop);
-        if (cfg.speculative && r.prompt_lookup) s->lookup.emplace();  // also once the output outgrows a prediction
+        if (cfg.speculative && cfg.prompt_lookup && r.prompt_lookup) s->lookup.emplace();  // also once the output outgrows a prediction
         if (cfg.speculative && !r.prediction.empty()) {
             s->prediction.emplace(r.prediction);
             s->draft_len.emplace(cfg.max_draft, cfg.max_draft);  // predictions are usually good: start long
@@ -258,11 +258,14 @@ struct Runtime::Impl {
             if (s.lookup && s.prediction->behind()) {
                 s.prediction->skip(s.output);
                 s.lookup->propose(s.tokens, k, s.drafts);
+                s.drafts_from_prediction = false;
             } else {
                 s.prediction->propose(s.output, k, s.drafts);
+                s.drafts_from_prediction = true;
             }
         } else if (s.lookup) {
             s.lookup->propose(s.tokens, k, s.drafts);
+            s.drafts_from_prediction = false;
         }
     }
 
@@ -438,6 +441,8 @@ struct Runtime::Impl {
             }
             // A re-synchronisation probe's outcome says nothing about how good the prediction is; its cost
             // (like every step's) feeds the length controller's cost model.
+            (s.drafts_from_prediction ? drafted_prediction : drafted_lookup) += k;
+            (s.drafts_from_prediction ? accepted_prediction : accepted_lookup) += accepted;
             if (s.draft_len) s.draft_len->observe_step(batch_tokens, step_ms);
             if (s.draft_len && k > 0 && !(s.prediction && s.prediction->probing())) s.draft_len->update(k, accepted);
             row += e.logits == Logits::All ? e.n : 1;
@@ -558,6 +563,10 @@ RuntimeStats Runtime::stats() const {
     s.prefilled_tokens_total = impl_->prefilled_total;
     s.generated_tokens_total = impl_->generated_total;
     s.steps_total = impl_->steps_total;
+    s.drafted_prediction_total = impl_->drafted_prediction;
+    s.accepted_prediction_total = impl_->accepted_prediction;
+    s.drafted_lookup_total = impl_->drafted_lookup;
+    s.accepted_lookup_total = impl_->accepted_lookup;
     return s;
 }
 

@@ -47,7 +47,9 @@ struct RuntimeConfig {
                                       // time between tokens); 0: prefill_chunk only
     double interactive_window_ms = 5000;  // "interactive traffic": an interactive request queued or running now
                                           // or within this long; without it background chunks are full-size
-    bool speculative = true;          // drafts from predictions / prompt lookup
+    bool speculative = true;          // drafts from predictions / prompt lookup (false: neither)
+    bool prompt_lookup = true;        // n-gram drafts for requests without a prediction (and once an output
+                                      // outruns its prediction); a request can also turn them off for itself
     int max_draft = 16;               // draft tokens verified per step at most
 };
 
@@ -63,6 +65,9 @@ struct RuntimeStats {
     uint64_t prefilled_tokens_total = 0;  // prompt tokens computed (not reused), counted chunk by chunk
     uint64_t generated_tokens_total = 0;
     uint64_t steps_total = 0;
+    // Speculation, by draft source: tokens proposed for verification, and those the model agreed with.
+    uint64_t drafted_prediction_total = 0, accepted_prediction_total = 0;
+    uint64_t drafted_lookup_total = 0, accepted_lookup_total = 0;
 };
 
 class Runtime {

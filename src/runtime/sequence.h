@@ -45,6 +45,7 @@ struct Sequence {
     std::optional<LookupDrafter> lookup;
     std::optional<AdaptiveLength> draft_len;
     std::vector<int32_t> drafts;      // proposed for the current step
+    bool drafts_from_prediction = false;  // their source: the prediction, or prompt lookup
     bool finished = false;
     FinishReason finish = FinishReason::Length;
     std::string error;

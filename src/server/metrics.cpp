@@ -59,11 +59,15 @@ std::string Metrics::render(ModelRegistry& models) const {
         line(std::string("# TYPE ") + name + " counter");
         line(std::string(name) + " " + std::to_string(v));
     };
-    auto gauge = [&](const std::string& name, const char* help, const std::string& series) {
-        line("# HELP " + name + " " + help);
-        line("# TYPE " + name + " gauge");
-        out += series;
+    auto series_of = [&](const char* type) {
+        return [&, type](const std::string& name, const char* help, const std::string& series) {
+            line("# HELP " + name + " " + help);
+            line("# TYPE " + name + " " + type);
+            out += series;
+        };
     };
+    auto gauge = series_of("gauge");
+    auto labelled_counter = series_of("counter");
     counter("flint_prompt_tokens_total", "Prompt tokens of finished requests.", prompt_tokens);
     counter("flint_cached_tokens_total", "Prompt tokens whose KV was reused instead of prefilled.", cached_tokens);
     counter("flint_completion_tokens_total", "Generated tokens.", completion_tokens);
@@ -72,7 +76,7 @@ std::string Metrics::render(ModelRegistry& models) const {
     gauge("flint_connections", "Open client connections.", "flint_connections " + std::to_string(connections.load()) + "\n");
     gauge("flint_websocket_sessions", "Open WebSocket sessions.", "flint_websocket_sessions " + std::to_string(websockets.load()) + "\n");
     gauge("flint_responses_in_flight", "Responses being generated.", "flint_responses_in_flight " + std::to_string(in_flight.load()) + "\n");
-    std::string queued, running, used, total, cached;
+    std::string queued, running, used, total, cached, steps, drafted, accepted;
     for (const auto& m : models.all()) {
         RuntimeStats s = m->runtime->stats();
         std::string lbl = "{model=\"" + m->name + "\"} ";
@@ -81,12 +85,25 @@ std::string Metrics::render(ModelRegistry& models) const {
         used += "flint_kv_blocks_used" + lbl + std::to_string(s.kv_blocks_used) + "\n";
         cached += "flint_kv_blocks_cached" + lbl + std::to_string(s.kv_blocks_cached) + "\n";
         total += "flint_kv_blocks_total" + lbl + std::to_string(s.kv_blocks_total) + "\n";
+        steps += "flint_engine_steps_total" + lbl + std::to_string(s.steps_total) + "\n";
+        auto by_source = [&](std::string& series, const char* name, uint64_t prediction, uint64_t lookup) {
+            const std::string lbl_src = "{model=\"" + m->name + "\",source=";
+            series += name + lbl_src + "\"prediction\"} " + std::to_string(prediction) + "\n";
+            series += name + lbl_src + "\"prompt_lookup\"} " + std::to_string(lookup) + "\n";
+        };
+        by_source(drafted, "flint_draft_tokens_total", s.drafted_prediction_total, s.drafted_lookup_total);
+        by_source(accepted, "flint_draft_tokens_accepted_total", s.accepted_prediction_total, s.accepted_lookup_total);
     }
     gauge("flint_queue_depth", "Requests waiting for admission.", queued);
     gauge("flint_running_sequences", "Sequences decoding.", running);
     gauge("flint_kv_blocks_used", "KV blocks held by sequences or the prefix cache.", used);
     gauge("flint_kv_blocks_cached", "KV blocks held only by the prefix cache (evictable).", cached);
     gauge("flint_kv_blocks_total", "KV blocks in the pool.", total);
+    labelled_counter("flint_engine_steps_total", "Forward passes the engine ran (prefill chunks and decode steps, all sequences "
+                                                 "batched in one).", steps);
+    labelled_counter("flint_draft_tokens_total", "Speculative draft tokens verified, by source (the request's prediction, "
+                                                 "or n-gram prompt lookup).", drafted);
+    labelled_counter("flint_draft_tokens_accepted_total", "Draft tokens the model agreed with (kept), by source.", accepted);
     ttft.render(out, "flint_ttft_seconds", "Time from request accepted to first token.");
     inter_token.render(out, "flint_inter_token_seconds", "Time between consecutive tokens of one response.");
     return out;

@@ -286,5 +286,50 @@ TEST(Binary, ServeStartsOnAFreePortAnswersAndStopsGracefullyOnSigterm) {
     std::filesystem::remove(db.string() + "-shm");
 }
 
+// `flint serve --no-prompt-lookup` and `--no-speculation` reach the runtime: /metrics counts the drafts
+// each source proposed, and the answers are the same token for token either way.
+TEST(Binary, ServeSwitchesOffPromptLookupOrAllSpeculation) {
+    FLINT_REQUIRE_SHARED("models/stories260K.gguf");
+    struct Case {
+        std::vector<std::string> flags;
+        bool lookup, prediction;
+    };
+    const Case cases[] = {{{}, true, true}, {{"--no-prompt-lookup"}, false, true}, {{"--no-speculation"}, false, false}};
+    std::string first_text;
+    for (const Case& k : cases) {
+        SCOPED_TRACE(k.flags.empty() ? "defaults" : k.flags[0]);
+        std::vector<std::string> args = {"serve", "--port", "0", "-m", "stories=" + shared_path("models/stories260K.gguf"),
+                                         "--no-store", "-t", "1"};
+        args.insert(args.end(), k.flags.begin(), k.flags.end());
+        Child c = spawn_serve(args);
+        int port = read_port(c.out);
+        ASSERT_GT(port, 0);
+        const json plain = {{"model", "stories"}, {"input", "Once upon a time"}, {"max_output_tokens", 200}, {"temperature", 0}};
+        HttpResult r = post_json(port, "/v1/responses", plain);
+        ASSERT_EQ(r.status, 200) << r.body;
+        const std::string text = json::parse(r.body)["output"][0]["content"][0]["text"];
+        if (first_text.empty()) first_text = text;
+        EXPECT_EQ(text, first_text);
+        json predicted = plain;
+        predicted["prediction"] = {{"type", "content"}, {"content", text}};
+        r = post_json(port, "/v1/responses", predicted);
+        ASSERT_EQ(r.status, 200) << r.body;
+        EXPECT_EQ(json::parse(r.body)["output"][0]["content"][0]["text"], first_text);
+        const std::string m = http(port, "GET", "/metrics").body;
+        const double lookup = metric(m, "flint_draft_tokens_total{model=\"stories\",source=\"prompt_lookup\"}");
+        const double pred = metric(m, "flint_draft_tokens_total{model=\"stories\",source=\"prediction\"}");
+        const double pred_kept = metric(m, "flint_draft_tokens_accepted_total{model=\"stories\",source=\"prediction\"}");
+        if (k.lookup) EXPECT_GT(lookup, 0) << m;
+        else EXPECT_EQ(lookup, 0) << m;
+        if (k.prediction) EXPECT_GT(pred_kept, 150) << m;
+        else EXPECT_EQ(pred, 0) << m;
+        EXPECT_GT(metric(m, "flint_engine_steps_total{model=\"stories\"}"), k.lookup || k.prediction ? 0 : 398) << m;
+        kill(c.pid, SIGTERM);
+        int status = 0;
+        waitpid(c.pid, &status, 0);
+        close(c.out);
+    }
+}
+
 }  // namespace
 }  // namespace flint::test

@@ -135,6 +135,49 @@ TEST(Speculative, FollowUpAfterRejectedDraftsMatchesColdRun) {
     EXPECT_EQ(warm.output, run_one(cold, greedy_request(p2, 20)).output);
 }
 
+// The runtime counts verified drafts by source, and RuntimeConfig::prompt_lookup (flint serve
+// --no-prompt-lookup) turns the n-gram source off for every request while predictions still speculate.
+TEST(Speculative, DraftCountersBySourceAndThePromptLookupSwitch) {
+    FLINT_REQUIRE_SHARED("models/stories260K.gguf");
+    auto l = load_stories();
+    auto prompt = l.tok->encode("Once upon a time", true, false);
+    const int n = 200;  // stories260K's greedy stories repeat phrases: lookup finds n-grams to draft from
+    RuntimeConfig no_lookup_cfg = spec_config(true);
+    no_lookup_cfg.prompt_lookup = false;
+    Runtime with_lookup(l.model, l.tok, spec_config(true)), no_lookup(l.model, l.tok, no_lookup_cfg);
+
+    Event base = run_one(with_lookup, greedy_request(prompt, n));
+    ASSERT_EQ(base.output.size(), size_t(n));
+    RuntimeStats a = with_lookup.stats();
+    EXPECT_GT(a.drafted_lookup_total, 0u);
+    EXPECT_GT(a.accepted_lookup_total, 0u);
+    EXPECT_LE(a.accepted_lookup_total, a.drafted_lookup_total);
+    EXPECT_EQ(a.drafted_prediction_total, 0u);
+    EXPECT_LT(a.steps_total, uint64_t(n)) << "accepted lookup drafts save steps";
+
+    Event plain = run_one(no_lookup, greedy_request(prompt, n));
+    EXPECT_EQ(plain.output, base.output);
+    RuntimeStats b = no_lookup.stats();
+    EXPECT_EQ(b.drafted_lookup_total, 0u);
+    EXPECT_EQ(b.drafted_prediction_total, 0u);
+    EXPECT_EQ(b.steps_total, uint64_t(n)) << "one prefill step, then one per token after the first";
+
+    // A prediction still drafts with lookup off; its accepted drafts are the usage's accepted tokens.
+    GenerationRequest r = greedy_request(prompt, n);
+    r.prediction = base.output;
+    Event predicted = run_one(no_lookup, r);
+    EXPECT_EQ(predicted.output, base.output);
+    RuntimeStats c = no_lookup.stats();
+    EXPECT_EQ(c.drafted_lookup_total, 0u);
+    EXPECT_GE(c.drafted_prediction_total, c.accepted_prediction_total);
+    // One step computes the prompt's last token (the rest is cached) and yields the first output token;
+    // each later step yields its kept drafts plus the model's own next token.
+    const uint64_t decode_steps = c.steps_total - b.steps_total - 1;
+    EXPECT_LT(decode_steps, uint64_t(n) / 8);
+    EXPECT_EQ(c.accepted_prediction_total, uint64_t(n - 1) - decode_steps);
+    EXPECT_EQ(predicted.usage.accepted_prediction_tokens, n);
+}
+
 TEST(Speculative, VerifiesDraftsInTheSameBatchAsPlainDecodes) {
     // Continuous batching: a sequence verifying a block of drafts shares its steps with sequences that
     // decode one token a step, and every output is still the one each gets alone.

@@ -189,7 +189,8 @@ struct Runtime::Impl {
         s->sampler.emplace(r.sampling, model.config.n_vocab);
         s->decoder.emplace(tok);
         s->stops = StopMatcher(r.stop);
-        if (cfg.speculative && cfg.prompt_lookup && r.prompt_lookup) s->lookup.emplace();  // also once the output outgrows a prediction
+        // Lookup also drafts once the output outgrows a prediction.
+        if (cfg.speculative && cfg.prompt_lookup && r.prompt_lookup) s->lookup.emplace();
         if (cfg.speculative && !r.prediction.empty()) {
             s->prediction.emplace(r.prediction);
             s->draft_len.emplace(cfg.max_draft, cfg.max_draft);  // predictions are usually good: start long
@@ -439,10 +440,10 @@ struct Runtime::Impl {
                 ++accepted;
                 s.n_past += 1;  // the draft's KV at this position is the accepted token's
             }
-            // A re-synchronisation probe's outcome says nothing about how good the prediction is; its cost
-            // (like every step's) feeds the length controller's cost model.
             (s.drafts_from_prediction ? drafted_prediction : drafted_lookup) += k;
             (s.drafts_from_prediction ? accepted_prediction : accepted_lookup) += accepted;
+            // A re-synchronisation probe's outcome says nothing about how good the prediction is; its cost
+            // (like every step's) feeds the length controller's cost model.
             if (s.draft_len) s.draft_len->observe_step(batch_tokens, step_ms);
             if (s.draft_len && k > 0 && !(s.prediction && s.prediction->probing())) s.draft_len->update(k, accepted);
             row += e.logits == Logits::All ? e.n : 1;

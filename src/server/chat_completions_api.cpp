@@ -95,6 +95,22 @@ ChatRequest parse_chat_request(const json& body) {
     return r;
 }
 
+namespace {
+
+// A prompt given as token ids: integers only (their range is the model's to check).
+std::vector<int32_t> token_ids(const json& a) {
+    std::vector<int32_t> ids;
+    for (const json& v : a) {
+        if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > INT32_MAX)
+            throw bad_request("Invalid 'prompt': a token-id prompt holds non-negative integers only; found " + dump(v) + ".",
+                              "prompt", "invalid_value");
+        ids.push_back(v.get<int32_t>());
+    }
+    return ids;
+}
+
+}  // namespace
+
 CompletionRequest parse_completion_request(const json& body) {
     CompletionRequest r;
     parse_params(body, r.p, 16);  // the legacy endpoint's documented default
@@ -106,9 +122,12 @@ CompletionRequest parse_completion_request(const json& body) {
     const json* pr = field(body, "prompt");
     if (!pr) r.prompt = "";
     else if (pr->is_string()) r.prompt = pr->get<std::string>();
+    else if (pr->is_array() && pr->empty()) r.prompt = "";
     else if (pr->is_array() && pr->size() == 1 && (*pr)[0].is_string()) r.prompt = (*pr)[0].get<std::string>();
+    else if (pr->is_array() && pr->size() == 1 && (*pr)[0].is_array()) r.prompt_tokens = token_ids((*pr)[0]);
+    else if (pr->is_array() && !pr->empty() && (*pr)[0].is_number()) r.prompt_tokens = token_ids(*pr);
     else if (pr->is_array()) throw bad_request("Invalid 'prompt': this server takes one prompt per request.", "prompt", "invalid_value");
-    else wrong_type("prompt", "a string");
+    else wrong_type("prompt", "a string, or an array of token ids");
     r.suffix = opt_string(body, "suffix", "suffix");
     r.echo = opt_bool(body, "echo", "echo").value_or(false);
     return r;
@@ -160,23 +179,38 @@ json chat_usage_chunk(const std::string& id, const std::string& model, int64_t c
 }
 
 json completion_object(const std::string& id, const std::string& model, int64_t created, const std::string& text,
-                       const std::string& finish_reason, const Usage& u) {
+                       const std::string& finish_reason, const Usage& u, const json& logprobs) {
     json usage = chat_usage(u);
     return {{"id", id},
             {"object", "text_completion"},
             {"created", created},
             {"model", model},
-            {"choices", json::array({{{"index", 0}, {"text", text}, {"logprobs", nullptr}, {"finish_reason", finish_reason}}})},
+            {"choices", json::array({{{"index", 0}, {"text", text}, {"logprobs", logprobs}, {"finish_reason", finish_reason}}})},
             {"usage", usage}};
 }
 
 json completion_chunk(const std::string& id, const std::string& model, int64_t created, const std::string& text,
-                      const json& finish_reason) {
+                      const json& finish_reason, const json& logprobs) {
     return {{"id", id},
             {"object", "text_completion"},
             {"created", created},
             {"model", model},
-            {"choices", json::array({{{"index", 0}, {"text", text}, {"logprobs", nullptr}, {"finish_reason", finish_reason}}})}};
+            {"choices", json::array({{{"index", 0}, {"text", text}, {"logprobs", logprobs}, {"finish_reason", finish_reason}}})}};
+}
+
+json legacy_logprobs() {
+    return {{"tokens", json::array()}, {"token_logprobs", json::array()}, {"top_logprobs", json::array()}, {"text_offset", json::array()}};
+}
+
+void add_legacy_logprob(json& lp, const Tokenizer& tok, const Event& ev, size_t text_offset) {
+    auto piece = [&](int32_t id) { return id >= 0 && id < tok.n_vocab() ? tok.token_to_piece(id) : std::string(); };
+    lp["tokens"].push_back(piece(ev.token));
+    lp["token_logprobs"].push_back(ev.logprob);
+    json top = json::object();
+    for (const TokenProb& t : ev.top_logprobs) top[piece(t.id)] = t.p;
+    top[piece(ev.token)] = ev.logprob;
+    lp["top_logprobs"].push_back(std::move(top));
+    lp["text_offset"].push_back(text_offset);
 }
 
 }  // namespace flint::server

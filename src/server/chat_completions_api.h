@@ -9,6 +9,7 @@
 
 #include "runtime/request.h"
 #include "server/conversation.h"
+#include "tokenizer/tokenizer.h"
 
 namespace flint::server {
 
@@ -39,6 +40,7 @@ ChatRequest parse_chat_request(const json& body);
 struct CompletionRequest {
     CompletionParams p;
     std::string prompt;
+    std::optional<std::vector<int32_t>> prompt_tokens;  // the prompt given as token ids (used as they are)
     std::optional<std::string> suffix;  // fill-in-the-middle when present
     bool echo = false;
 };
@@ -55,9 +57,16 @@ json chat_chunk(const std::string& id, const std::string& model, int64_t created
                 const json& finish_reason, const json& logprobs);
 json chat_usage_chunk(const std::string& id, const std::string& model, int64_t created, const Usage& u);
 
+// `logprobs`: null, or the legacy object below.
 json completion_object(const std::string& id, const std::string& model, int64_t created, const std::string& text,
-                       const std::string& finish_reason, const Usage& u);
+                       const std::string& finish_reason, const Usage& u, const json& logprobs = nullptr);
 json completion_chunk(const std::string& id, const std::string& model, int64_t created, const std::string& text,
-                      const json& finish_reason);
+                      const json& finish_reason, const json& logprobs = nullptr);
+
+// The legacy Completions logprobs object: parallel arrays over a choice's (or a chunk's) tokens —
+// tokens (their text), token_logprobs, top_logprobs ({text: logprob} of the top N, the chosen token
+// included) and text_offset (where each token's text starts in the choice's text, echoed prompt included).
+json legacy_logprobs();
+void add_legacy_logprob(json& lp, const Tokenizer& tok, const Event& ev, size_t text_offset);
 
 }  // namespace flint::server

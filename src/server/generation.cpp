@@ -144,7 +144,15 @@ PreparedCompletion prepare_completion(ServerState& st, const CompletionRequest& 
     p.model = resolve_model(st, req.p.model, key);
     ModelEntry& m = *p.model;
     const Tokenizer& tok = *m.tokenizer;
-    if (req.suffix) {
+    if (req.prompt_tokens) {
+        if (req.suffix) throw bad_request("'suffix' needs the prompt as text, not token ids.", "suffix");
+        for (int32_t id : *req.prompt_tokens)
+            if (id >= tok.n_vocab())
+                throw bad_request("Invalid 'prompt': token id " + std::to_string(id) + " is not in the vocabulary of '" + m.name +
+                                      "' (" + std::to_string(tok.n_vocab()) + " tokens).",
+                                  "prompt", "invalid_value");
+        p.gen.prompt = *req.prompt_tokens;
+    } else if (req.suffix) {
         if (!has_fim(tok))
             throw bad_request("Model '" + m.name + "' has no fill-in-the-middle tokens; 'suffix' needs a FIM model.", "suffix",
                               "unsupported_parameter");

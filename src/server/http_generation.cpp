@@ -350,22 +350,34 @@ net::awaitable<void> handle_completions(HttpContext& c, const json& body) {
     const int64_t created = now_s();
     const std::string& model = p.model->name;
     auto data = [](const json& j) { return "data: " + dump(j) + "\n\n"; };
-    std::string text = req.echo ? req.prompt : "";
+    const Tokenizer& tok = *p.model->tokenizer;
+    std::string text = !req.echo ? "" : req.prompt_tokens ? tok.decode(*req.prompt_tokens) : req.prompt;
     if (req.p.stream) {
         co_await g.sse.begin();
         const std::string echo = text.empty() ? std::string() : data(completion_chunk(id, model, created, text, nullptr));
         co_await g.sse.chunk(echo);
     }
+    // logprobs: every token's, a chunk carrying those of the tokens since the last chunk (a token whose
+    // bytes do not yet end a character has no text of its own and rides with the next).
+    json all_lp = req.p.logprobs ? legacy_logprobs() : json(nullptr);
+    json chunk_lp = all_lp;
     auto render = [&](const TimedEvent& ev) {
+        if (req.p.logprobs && ev.token >= 0) {
+            add_legacy_logprob(all_lp, tok, ev, text.size());
+            add_legacy_logprob(chunk_lp, tok, ev, text.size());
+        }
         if (ev.text.empty()) return std::string();
         text += ev.text;
-        return req.p.stream ? data(completion_chunk(id, model, created, ev.text, nullptr)) : std::string();
+        if (!req.p.stream) return std::string();
+        std::string out = data(completion_chunk(id, model, created, ev.text, nullptr, chunk_lp));
+        if (req.p.logprobs) chunk_lp = legacy_logprobs();
+        return out;
     };
     const Event final_ev = co_await g.drain(render, [](const Event&) {});
     if (!g.client_here()) co_return;
     const std::string finish = finish_reason_string(final_ev.finish, false);
     if (!req.p.stream) {
-        const json obj = completion_object(id, model, created, text, finish, final_ev.usage);
+        const json obj = completion_object(id, model, created, text, finish, final_ev.usage, all_lp);
         const std::string timing = server_timing(final_ev.timings, parse_ms);
         co_await write_json(c, 200, obj, timing);
         co_return;

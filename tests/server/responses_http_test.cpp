@@ -5,7 +5,9 @@
 #include <filesystem>
 #include <set>
 
+#include "gguf/gguf.h"
 #include "harness.h"
+#include "tokenizer/tokenizer.h"
 
 namespace flint::test {
 namespace {
@@ -262,6 +264,76 @@ TEST_F(ResponsesHttp, LegacyCompletionsAndFillInTheMiddle) {
     HttpResult ok = post_json(port(), "/v1/completions", fim);
     ASSERT_EQ(ok.status, 200) << ok.body;
     EXPECT_GT(ok.json_body()["usage"]["completion_tokens"].get<int>(), 0);
+}
+
+// logprobs (an integer on this endpoint) returns the legacy object, streamed or not, and a prompt can be
+// given as token ids; bad ids are refused with the parameter named.
+TEST_F(ResponsesHttp, LegacyCompletionsLogprobsAndTokenIdPrompts) {
+    json req = {{"model", "stories"}, {"prompt", "Once upon a time"}, {"temperature", 0}, {"max_tokens", 12}, {"logprobs", 2}};
+    HttpResult r = post_json(port(), "/v1/completions", req);
+    ASSERT_EQ(r.status, 200) << r.body;
+    const json choice = r.json_body()["choices"][0];
+    const std::string text = choice["text"];
+    const json lp = choice["logprobs"];
+    ASSERT_TRUE(lp.is_object()) << r.body;
+    ASSERT_EQ(lp["tokens"].size(), 12u);
+    ASSERT_EQ(lp["token_logprobs"].size(), 12u);
+    ASSERT_EQ(lp["top_logprobs"].size(), 12u);
+    ASSERT_EQ(lp["text_offset"].size(), 12u);
+    std::string joined;
+    for (size_t i = 0; i < 12; ++i) {
+        const std::string t = lp["tokens"][i];
+        EXPECT_EQ(lp["text_offset"][i].get<size_t>(), joined.size()) << i;
+        joined += t;
+        const double chosen = lp["token_logprobs"][i];
+        EXPECT_LE(chosen, 0.0);
+        const json& top = lp["top_logprobs"][i];
+        EXPECT_GE(top.size(), 1u);
+        EXPECT_LE(top.size(), 3u) << "the top 2 and the chosen token";
+        ASSERT_TRUE(top.contains(t)) << top.dump();
+        for (auto& [piece, v] : top.items()) EXPECT_LE(v.get<double>(), chosen + 1e-6) << "greedy: the chosen token is the likeliest";
+    }
+    EXPECT_EQ(joined, text);
+
+    // Streamed: the chunks' logprobs together are the same.
+    json sreq = req;
+    sreq["stream"] = true;
+    SseResult s = sse(port(), "/v1/completions", sreq);
+    ASSERT_EQ(s.status, 200);
+    json streamed = json::array();
+    for (const SseEvent& e : s.events) {
+        if (e.data == "[DONE]") continue;
+        const json c = json::parse(e.data)["choices"][0];
+        if (c["logprobs"].is_object())
+            for (const json& t : c["logprobs"]["tokens"]) streamed.push_back(t);
+    }
+    EXPECT_EQ(streamed, lp["tokens"]);
+
+    // Without logprobs, none.
+    req.erase("logprobs");
+    EXPECT_TRUE(post_json(port(), "/v1/completions", req).json_body()["choices"][0]["logprobs"].is_null());
+
+    // The prompt as token ids (stories260K: BOS 1, then "Once upon a time") answers as the text does.
+    auto tok = Tokenizer::from_gguf(*gguf::File::open(shared_path("models/stories260K.gguf")));
+    const std::vector<int32_t> ids = tok->encode("Once upon a time", true, false);
+    json by_ids = req;
+    by_ids["prompt"] = ids;
+    HttpResult t = post_json(port(), "/v1/completions", by_ids);
+    ASSERT_EQ(t.status, 200) << t.body;
+    EXPECT_EQ(t.json_body()["choices"][0]["text"], text);
+    EXPECT_EQ(t.json_body()["usage"]["prompt_tokens"], ids.size());
+    by_ids["prompt"] = json::array({ids});  // [[ids]]: one prompt too
+    EXPECT_EQ(post_json(port(), "/v1/completions", by_ids).json_body()["choices"][0]["text"], text);
+
+    for (const json& bad : {json::array({1, 99999}), json::array({1, -3}), json::array({1, 2.5}), json::array({json::array({1}), json::array({2})})}) {
+        by_ids["prompt"] = bad;
+        HttpResult b = post_json(port(), "/v1/completions", by_ids);
+        EXPECT_EQ(b.status, 400) << bad.dump() << " " << b.body;
+        EXPECT_EQ(b.json_body()["error"]["param"], "prompt") << bad.dump();
+    }
+    by_ids["prompt"] = ids;
+    by_ids["suffix"] = "The end.";
+    EXPECT_EQ(post_json(port(), "/v1/completions", by_ids).status, 400);
 }
 
 TEST(ResponsesStore, RestartKeepsStoredResponsesAndTheirHistory) {

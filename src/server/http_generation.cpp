@@ -293,15 +293,16 @@ net::awaitable<void> handle_chat_completions(HttpContext& c, const json& body) {
     std::string text;      // the message's content: the text, without the calls
     ToolCallStream calls;  // with tools: text shows up to a <tool_call>, the calls are parsed at the end
     json logprobs = json::array();
+    LogprobQueue pending;  // a token's entry goes out with its text, which may come later (or never)
+    auto shown_logprobs = [&](const std::string& shown) {
+        json taken = pending.take(shown, tools && calls.in_call());
+        for (const json& e : taken) logprobs.push_back(e);
+        return req.p.logprobs && !taken.empty() ? json{{"content", taken}} : json(nullptr);
+    };
     auto render = [&](const TimedEvent& ev) {
-        if (ev.text.empty()) return std::string();
-        json lp = nullptr;
-        if (req.p.logprobs && ev.token >= 0) {
-            json e = token_logprobs(tok, ev);
-            logprobs.push_back(e);
-            lp = {{"content", json::array({e})}};
-        }
+        if (req.p.logprobs && ev.token >= 0) pending.push(token_logprobs(tok, ev));
         const std::string shown = tools ? calls.feed(ev.text) : ev.text;
+        const json lp = shown_logprobs(shown);
         text += shown;
         if (!req.p.stream || shown.empty()) return std::string();  // empty: held back, it may start a call
         return data(chat_chunk(id, model, created, {{"content", shown}}, nullptr, lp));
@@ -310,9 +311,11 @@ net::awaitable<void> handle_chat_completions(HttpContext& c, const json& body) {
     if (!g.client_here()) co_return;
     json tool_calls = json::array();
     std::string rest;  // with tools: the held tail, a malformed call's text, text after the calls
+    json rest_lp;
     if (tools) {
         ParsedOutput parsed = calls.finish();
         rest = parsed.text;
+        rest_lp = shown_logprobs(rest);
         text += rest;
         for (size_t i = 0; i < parsed.calls.size(); ++i)
             tool_calls.push_back({{"index", i}, {"id", make_id("call_")}, {"type", "function"},
@@ -328,7 +331,7 @@ net::awaitable<void> handle_chat_completions(HttpContext& c, const json& body) {
         co_return;
     }
     std::string out;
-    if (!rest.empty()) out += data(chat_chunk(id, model, created, {{"content", rest}}, nullptr, nullptr));
+    if (!rest.empty()) out += data(chat_chunk(id, model, created, {{"content", rest}}, nullptr, rest_lp));
     if (!tool_calls.empty()) out += data(chat_chunk(id, model, created, {{"tool_calls", tool_calls}}, nullptr, nullptr));
     out += data(chat_chunk(id, model, created, json::object(), finish, nullptr));
     if (req.p.include_usage) out += data(chat_usage_chunk(id, model, created, final_ev.usage));

@@ -258,7 +258,8 @@ void ResponseEvents::open_message(std::vector<json>& out) {
     out.push_back(std::move(p));
 }
 
-void ResponseEvents::emit_text(const std::string& delta, const Event* tok_ev, std::vector<json>& out, int64_t t_us) {
+void ResponseEvents::emit_text(const std::string& delta, std::vector<json>& out, int64_t t_us) {
+    json lps = pending_lp_.take(delta, tools_ && calls_.in_call());
     if (delta.empty()) return;
     open_message(out);
     text_ += delta;
@@ -267,18 +268,15 @@ void ResponseEvents::emit_text(const std::string& delta, const Event* tok_ev, st
     e["output_index"] = rec_.output.size();
     e["content_index"] = 0;
     e["delta"] = delta;
-    json lps = json::array();
-    if (tok_ev && rec_.req.top_logprobs > 0 && tok_ev->token >= 0) {
-        lps.push_back(token_logprobs(tok_, *tok_ev));
-        logprobs_.push_back(lps.back());
-    }
-    e["logprobs"] = lps;
+    for (const json& l : lps) logprobs_.push_back(l);
+    e["logprobs"] = std::move(lps);
     if (rec_.req.stream_timestamps) e["t_us"] = t_us;
     out.push_back(std::move(e));
 }
 
 void ResponseEvents::token(const Event& e, std::vector<json>& out, int64_t t_us) {
-    emit_text(tools_ ? calls_.feed(e.text) : e.text, &e, out, t_us);
+    if (rec_.req.top_logprobs > 0 && e.token >= 0) pending_lp_.push(token_logprobs(tok_, e));
+    emit_text(tools_ ? calls_.feed(e.text) : e.text, out, t_us);
 }
 
 void ResponseEvents::finish(const Event& fin, const std::vector<int32_t>& prompt, std::vector<json>& out, int64_t t_us) {
@@ -290,7 +288,7 @@ void ResponseEvents::finish(const Event& fin, const std::vector<int32_t>& prompt
     rec_.usage = responses_usage(fin.usage);
     const bool generated = fin.finish != FinishReason::Prefilled;
     ParsedOutput parsed = calls_.finish();
-    emit_text(parsed.text, nullptr, out, t_us);  // the held tail; a malformed <tool_call> stays visible text
+    emit_text(parsed.text, out, t_us);  // the held tail; a malformed <tool_call> stays visible text
     const bool cancelled = fin.finish == FinishReason::Cancelled;
     const bool truncated = fin.finish == FinishReason::Length || fin.finish == FinishReason::ContextFull;
     const char* item_status = cancelled || truncated ? "incomplete" : "completed";

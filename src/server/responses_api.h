@@ -99,7 +99,7 @@ public:
 private:
     json ev(const char* type);
     void open_message(std::vector<json>& out);
-    void emit_text(const std::string& delta, const Event* tok_ev, std::vector<json>& out, int64_t t_us);
+    void emit_text(const std::string& delta, std::vector<json>& out, int64_t t_us);
 
     ResponseRecord& rec_;
     const Tokenizer& tok_;
@@ -110,6 +110,7 @@ private:
     std::string msg_id_;
     std::string text_;           // visible text so far
     json logprobs_ = json::array();
+    LogprobQueue pending_lp_;    // entries of tokens whose text is not shown yet
 };
 
 json token_logprobs(const Tokenizer& tok, const Event& ev);

@@ -1,6 +1,7 @@
 #include "server/tool_stream.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace flint::server {
 namespace {
@@ -36,6 +37,12 @@ ParsedOutput ToolCallStream::finish() {
     parsed.text = held_ + parsed.text;  // a malformed <tool_call> stays visible text
     *this = ToolCallStream{};
     return parsed;
+}
+
+nlohmann::json LogprobQueue::take(const std::string& shown, bool in_call) {
+    nlohmann::json out = shown.empty() ? nlohmann::json::array() : std::exchange(q_, nlohmann::json::array());
+    if (in_call) q_ = nlohmann::json::array();
+    return out;
 }
 
 }  // namespace flint::server

@@ -8,6 +8,8 @@
 #include <string>
 #include <string_view>
 
+#include <nlohmann/json.hpp>
+
 #include "server/conversation.h"
 
 namespace flint::server {
@@ -20,10 +22,27 @@ public:
     // calls. Feeding after finish() starts over.
     ParsedOutput finish();
 
+    // Inside a call: from the first <tool_call> on, text goes to the calls (and finish()).
+    bool in_call() const { return in_call_; }
+
 private:
     bool in_call_ = false;
     std::string held_;       // a possible "<tool_call>" prefix not yet shown
     std::string call_text_;  // everything from the first <tool_call>
+};
+
+// Logprob entries in step with the text they belong to. A token whose text comes later (the runtime holds
+// a partial character or a possible stop sequence; ToolCallStream a possible "<tool_call>") has its entry
+// wait for that text; entries of text that a tool call swallowed are dropped, and so are those of text
+// never shown (a stop sequence).
+class LogprobQueue {
+public:
+    void push(nlohmann::json entry) { q_.push_back(std::move(entry)); }
+    // The entries `shown` carries (all waiting ones when it is not empty); then, inside a call, none wait.
+    nlohmann::json take(const std::string& shown, bool in_call);
+
+private:
+    nlohmann::json q_ = nlohmann::json::array();
 };
 
 }  // namespace flint::server

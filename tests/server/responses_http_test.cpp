@@ -336,6 +336,54 @@ TEST_F(ResponsesHttp, LegacyCompletionsLogprobsAndTokenIdPrompts) {
     EXPECT_EQ(post_json(port(), "/v1/completions", by_ids).status, 400);
 }
 
+// A token whose text the runtime holds back (here " the", the start of the stop sequence " thexyz",
+// released with the next token) keeps its logprob entry: the entries' tokens spell the text exactly,
+// streamed or not.
+TEST_F(ResponsesHttp, LogprobsStayWithTheirTextWhenAStopSequenceHoldsItBack) {
+    auto spelled = [](const json& entries) {
+        std::string s;
+        for (const json& e : entries) s += e["token"].get<std::string>();
+        return s;
+    };
+    json chat = {{"model", "stories"}, {"messages", {{{"role", "user"}, {"content", "Once upon a time"}}}}, {"max_tokens", 40},
+                 {"temperature", 0}, {"logprobs", true}, {"stop", {" thexyz"}}};
+    HttpResult r = post_json(port(), "/v1/chat/completions", chat);
+    ASSERT_EQ(r.status, 200) << r.body;
+    const json c = r.json_body()["choices"][0];
+    const std::string text = c["message"]["content"];
+    ASSERT_NE(text.find(" the"), std::string::npos) << "the test needs a held-back ' the': " << text;
+    EXPECT_EQ(c["logprobs"]["content"].size(), 40u);
+    EXPECT_EQ(spelled(c["logprobs"]["content"]), text);
+    chat["stream"] = true;
+    SseResult s = sse(port(), "/v1/chat/completions", chat);
+    json streamed = json::array();
+    for (const SseEvent& e : s.events) {
+        if (e.data == "[DONE]") continue;
+        const json ch = json::parse(e.data)["choices"];
+        if (!ch.empty() && ch[0]["logprobs"].is_object())
+            for (const json& l : ch[0]["logprobs"]["content"]) streamed.push_back(l);
+    }
+    EXPECT_EQ(spelled(streamed), text);
+
+    // Responses has no stop parameter; its events go through the same queue, checked here to spell the text.
+    json resp = {{"model", "stories"}, {"input", "Once upon a time"}, {"max_output_tokens", 40}, {"temperature", 0},
+                 {"top_logprobs", 1}};
+    HttpResult rr = post_json(port(), "/v1/responses", resp);
+    ASSERT_EQ(rr.status, 200) << rr.body;
+    const json part = rr.json_body()["output"][0]["content"][0];
+    EXPECT_EQ(spelled(part["logprobs"]), part["text"].get<std::string>());
+    resp["stream"] = true;
+    SseResult rs = sse(port(), "/v1/responses", resp);
+    ASSERT_EQ(rs.status, 200) << rs.body;
+    json deltas = json::array();
+    for (const SseEvent& e : rs.events)
+        if (e.event == "response.output_text.delta") {
+            const json d = json::parse(e.data);  // (a range-for over a temporary's member would dangle)
+            for (const json& l : d["logprobs"]) deltas.push_back(l);
+        }
+    EXPECT_EQ(spelled(deltas), part["text"].get<std::string>());
+}
+
 TEST(ResponsesStore, RestartKeepsStoredResponsesAndTheirHistory) {
     FLINT_REQUIRE_SHARED("models/stories260K.gguf");
     std::string db = (std::filesystem::temp_directory_path() / ("flint-store-" + std::to_string(::getpid()) + ".db")).string();

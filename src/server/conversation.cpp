@@ -97,6 +97,34 @@ std::string render_tools(const nlohmann::json& tools) {
            "</tool_call>";
 }
 
+std::string forced_call_prefix(const nlohmann::json& tool_choice, const nlohmann::json& tools) {
+    if (tool_choice.is_null() || tool_choice == "auto" || tool_choice == "none") return "";
+    std::vector<std::string> names;  // the function tools, in either API's shape
+    if (tools.is_array())
+        for (const auto& t : tools)
+            if (t.is_object() && t.value("type", "") == "function") {
+                const nlohmann::json& f = t.contains("function") && t["function"].is_object() ? t["function"] : t;
+                if (f.contains("name") && f["name"].is_string()) names.push_back(f["name"].get<std::string>());
+            }
+    const std::string open = std::string(kToolOpen) + "\n{\"name\": \"";
+    if (tool_choice == "required") {
+        if (names.empty()) throw bad_request("tool_choice 'required' needs at least one function tool.", "tool_choice", "invalid_value");
+        return open;
+    }
+    std::string name;
+    if (tool_choice.is_object() && tool_choice.value("type", "") == "function") {
+        const nlohmann::json& f = tool_choice.contains("function") && tool_choice["function"].is_object() ? tool_choice["function"] : tool_choice;
+        if (f.contains("name") && f["name"].is_string()) name = f["name"].get<std::string>();
+    }
+    if (name.empty())
+        throw bad_request("Invalid 'tool_choice': expected \"auto\", \"none\", \"required\" or a function "
+                          "({\"type\": \"function\", \"name\": …}).",
+                          "tool_choice", "invalid_value");
+    if (std::find(names.begin(), names.end(), name) == names.end())
+        throw bad_request("Invalid 'tool_choice': function '" + name + "' is not among the tools.", "tool_choice", "invalid_value");
+    return open + name + "\", \"arguments\":";
+}
+
 std::vector<int32_t> build_prompt(const ModelEntry& m, const PromptParts& p, const History* previous) {
     const Tokenizer& tok = *m.tokenizer;
     std::vector<int32_t> tokens;

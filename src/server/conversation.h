@@ -68,6 +68,14 @@ bool drop_oldest_turns(const ModelEntry& m, History& history, size_t excess);
 // The <tools> system block for a tools array (empty when there are no function tools).
 std::string render_tools(const nlohmann::json& tools);
 
+// tool_choice → the start of the answer the server writes for the model, so that it must call: "required"
+// → `<tool_call>\n{"name": "` (the model picks the function), a named function (Responses
+// {"type":"function","name":N}, Chat {"type":"function","function":{"name":N}}) → the same up to
+// `"arguments":`. "auto", "none" or absent → "". The prefix is appended to the prompt and fed to the tool-call
+// parser ahead of the model's text. Throws ApiError (param tool_choice) for an unknown form, a function not
+// among the tools, or a call required with no function tools.
+std::string forced_call_prefix(const nlohmann::json& tool_choice, const nlohmann::json& tools);
+
 // Qwen2.5's tool-call markup, around a {"name":…,"arguments":…} object.
 constexpr const char* kToolOpen = "<tool_call>";
 constexpr const char* kToolClose = "</tool_call>";

@@ -69,6 +69,13 @@ std::shared_ptr<ModelEntry> resolve_model(ServerState& st, const std::string& na
     return m;
 }
 
+// tool_choice's forced start of a call (conversation.h), after the rendered prompt.
+static void append_forced_prefix(const ModelEntry& m, std::vector<int32_t>& prompt, const std::string& prefix) {
+    if (prefix.empty()) return;
+    const std::vector<int32_t> t = m.tokenizer->encode(prefix, false, /*parse_special=*/true);
+    prompt.insert(prompt.end(), t.begin(), t.end());
+}
+
 PreparedResponse prepare_response(ServerState& st, ResponsesRequest req, const ApiKey* key, const ConnectionCache* cache) {
     PreparedResponse p;
     std::optional<History> previous;
@@ -89,6 +96,7 @@ PreparedResponse prepare_response(ServerState& st, ResponsesRequest req, const A
                           "previous_response_id");
     std::vector<InputItem> items = req.input;
     PromptParts parts{req.instructions, items, &req.tools};
+    const std::string forced = req.generate ? forced_call_prefix(req.tool_choice, req.tools) : "";
     std::vector<int32_t> prompt = build_prompt(m, parts, previous ? &*previous : nullptr);
     // truncation "auto": drop the oldest items of this request (never the last), then the oldest turns of the
     // conversation it continues (keeping its first turn), until the prompt fits.
@@ -100,6 +108,7 @@ PreparedResponse prepare_response(ServerState& st, ResponsesRequest req, const A
     while (req.truncation == "auto" && static_cast<int>(prompt.size()) >= m.ctx && previous &&
            drop_oldest_turns(m, *previous, prompt.size() - static_cast<size_t>(m.ctx) + 1))
         prompt = build_prompt(m, parts, &*previous);
+    append_forced_prefix(m, prompt, forced);
     if (static_cast<int>(prompt.size()) >= m.ctx) throw context_error(prompt.size(), m.ctx);
     if (prompt.empty()) throw bad_request("The input is empty and the model adds no BOS token: nothing to continue.", "input");
     p.gen.prompt = std::move(prompt);
@@ -118,6 +127,7 @@ PreparedResponse prepare_response(ServerState& st, ResponsesRequest req, const A
     p.rec.model = m.name;
     p.rec.req = std::move(req);
     p.rec.req.model = m.name;
+    p.rec.forced_prefix = forced;
     return p;
 }
 
@@ -126,7 +136,9 @@ PreparedCompletion prepare_chat(ServerState& st, const ChatRequest& req, const A
     p.model = resolve_model(st, req.p.model, key);
     ModelEntry& m = *p.model;
     PromptParts parts{std::nullopt, req.messages, req.tools.is_array() ? &req.tools : nullptr};
+    p.forced_prefix = forced_call_prefix(req.tool_choice, req.tools);
     p.gen.prompt = build_prompt(m, parts, nullptr);
+    append_forced_prefix(m, p.gen.prompt, p.forced_prefix);
     if (static_cast<int>(p.gen.prompt.size()) >= m.ctx) throw context_error(p.gen.prompt.size(), m.ctx);
     p.gen.max_tokens = output_budget(m, p.gen.prompt.size(), req.p.max_tokens);
     set_sampling(p.gen, req.p.temperature, req.p.top_p, req.p.seed);

@@ -45,6 +45,7 @@ PreparedResponse prepare_response(ServerState& st, ResponsesRequest req, const A
 struct PreparedCompletion {
     std::shared_ptr<ModelEntry> model;
     GenerationRequest gen;
+    std::string forced_prefix;  // chat: tool_choice's start of a call, already in gen.prompt
 };
 PreparedCompletion prepare_chat(ServerState& st, const ChatRequest& req, const ApiKey* key);
 PreparedCompletion prepare_completion(ServerState& st, const CompletionRequest& req, const ApiKey* key);

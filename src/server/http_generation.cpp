@@ -292,6 +292,7 @@ net::awaitable<void> handle_chat_completions(HttpContext& c, const json& body) {
     }
     std::string text;      // the message's content: the text, without the calls
     ToolCallStream calls;  // with tools: text shows up to a <tool_call>, the calls are parsed at the end
+    if (tools && !p.forced_prefix.empty()) calls.feed(p.forced_prefix);  // tool_choice: the call the model completes
     json logprobs = json::array();
     LogprobQueue pending;  // a token's entry goes out with its text, which may come later (or never)
     auto shown_logprobs = [&](const std::string& shown) {

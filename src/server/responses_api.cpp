@@ -229,6 +229,7 @@ json token_logprobs(const Tokenizer& tok, const Event& ev) {
 
 ResponseEvents::ResponseEvents(ResponseRecord& rec, const Tokenizer& tok) : rec_(rec), tok_(tok) {
     tools_ = rec.req.tools.is_array() && !rec.req.tools.empty() && rec.req.tool_choice != "none";
+    if (tools_ && !rec.forced_prefix.empty()) calls_.feed(rec.forced_prefix);  // the call the model completes
 }
 
 json ResponseEvents::ev(const char* type) { return json{{"type", type}, {"sequence_number", seq_++}}; }

@@ -72,6 +72,7 @@ struct ResponseRecord {
     double prepare_ms = -1;     // request received → handed to the engine (parse, validate, tokenise)
     int64_t received_us = 0;    // monotonic µs when the request was received (stream_timestamps only)
     int64_t finished_us = 0;    // monotonic µs when the engine emitted the final event (stream_timestamps only)
+    std::string forced_prefix;  // tool_choice: the call's start written for the model (in the prompt; not stored)
 };
 
 // The response object (PROTOCOL.md §1). Once finished it also carries the flint extension `timings`:

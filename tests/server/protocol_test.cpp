@@ -106,6 +106,29 @@ TEST(ResponseEvents, WarmUpHasNoOutputItems) {
     EXPECT_TRUE(rec.output.empty());
 }
 
+TEST(ToolCalls, ToolChoiceForcesTheStartOfACallInQwensFormat) {
+    const nlohmann::json responses_tools = nlohmann::json::array({{{"type", "function"}, {"name", "run"}}});
+    const nlohmann::json chat_tools = nlohmann::json::array({{{"type", "function"}, {"function", {{"name", "run"}}}}});
+    for (const auto& tools : {responses_tools, chat_tools}) {
+        EXPECT_EQ(forced_call_prefix(nullptr, tools), "");
+        EXPECT_EQ(forced_call_prefix("auto", tools), "");
+        EXPECT_EQ(forced_call_prefix("none", tools), "");
+        EXPECT_EQ(forced_call_prefix("required", tools), "<tool_call>\n{\"name\": \"");
+        EXPECT_EQ(forced_call_prefix({{"type", "function"}, {"name", "run"}}, tools), "<tool_call>\n{\"name\": \"run\", \"arguments\":");
+        EXPECT_EQ(forced_call_prefix({{"type", "function"}, {"function", {{"name", "run"}}}}, tools),
+                  "<tool_call>\n{\"name\": \"run\", \"arguments\":");
+        EXPECT_THROW(forced_call_prefix({{"type", "function"}, {"name", "walk"}}, tools), ApiError);
+        EXPECT_THROW(forced_call_prefix("always", tools), ApiError);
+    }
+    EXPECT_THROW(forced_call_prefix("required", nlohmann::json::array()), ApiError);
+    // What the prefix starts, completed by a model, parses as the call.
+    const ParsedOutput p = parse_tool_calls(forced_call_prefix({{"type", "function"}, {"name", "run"}}, responses_tools) +
+                                            " {\"x\": 1}}\n</tool_call>");
+    ASSERT_EQ(p.calls.size(), 1u);
+    EXPECT_EQ(p.calls[0].name, "run");
+    EXPECT_EQ(nlohmann::json::parse(p.calls[0].arguments), nlohmann::json({{"x", 1}}));
+}
+
 TEST(ToolCalls, MalformedCallStaysText) {
     ParsedOutput p = parse_tool_calls("a<tool_call>{not json}</tool_call>b");
     EXPECT_TRUE(p.calls.empty());

@@ -109,5 +109,100 @@ TEST_F(ToolsHttp, ResponsesStreamTheWordsBeforeTheFunctionCallItem) {
     EXPECT_EQ(final_output[1]["name"], "exec_command");
 }
 
+// tool_choice: a named function or "required" makes the server write the start of the call for the model
+// (`<tool_call>\n{"name": "` and, for a named function, the name and `"arguments":`), so the answer is a
+// call. Two scripted models that only know the rest: "args" writes `{"cmd":"echo hi"}}` + `</tool_call>`,
+// "pick" writes `exec_command","arguments":{}}` + `</tool_call>`; left to "auto", their text is no call.
+class ToolChoiceHttp : public ::testing::Test {
+protected:
+    void SetUp() override {
+        FLINT_REQUIRE_SHARED("tokenizers/qwen2/vocab.json");
+        FLINT_REQUIRE_SHARED("models/stories260K.gguf");
+        server_ = std::make_unique<TestServer>();
+        const std::string base = (std::filesystem::temp_directory_path() / ("flint-choice-" + std::to_string(::getpid()))).string();
+        paths_ = {base + "-args.gguf", base + "-pick.gguf"};
+        write_scripted_model({.script = "{\"cmd\":\"echo hi\"}}\n</tool_call>", .ctx = 4096}, paths_[0]);
+        write_scripted_model({.script = "exec_command\",\"arguments\":{}}\n</tool_call>", .ctx = 4096}, paths_[1]);
+        ASSERT_EQ(post_json(port(), "/v1/models", {{"path", paths_[0]}, {"id", "args"}}).status, 201);
+        ASSERT_EQ(post_json(port(), "/v1/models", {{"path", paths_[1]}, {"id", "pick"}}).status, 201);
+    }
+    void TearDown() override {
+        server_.reset();
+        for (const std::string& p : paths_) std::filesystem::remove(p);
+    }
+    int port() const { return server_->port(); }
+    static json chat_tools() {
+        json t = json::array();
+        for (const json& f : kTools) t.push_back({{"type", "function"}, {"function", {{"name", f["name"]}, {"parameters", f["parameters"]}}}});
+        return t;
+    }
+    std::vector<std::string> paths_;
+    std::unique_ptr<TestServer> server_;
+};
+
+TEST_F(ToolChoiceHttp, ANamedFunctionOrRequiredMakesTheAnswerACall) {
+    json req = {{"model", "args"}, {"input", "Say hi."}, {"tools", kTools}, {"tool_choice", {{"type", "function"}, {"name", "exec_command"}}}};
+    HttpResult r = post_json(port(), "/v1/responses", req);
+    ASSERT_EQ(r.status, 200) << r.body;
+    json out = r.json_body()["output"];
+    ASSERT_EQ(out.size(), 1u) << out.dump();
+    EXPECT_EQ(out[0]["type"], "function_call");
+    EXPECT_EQ(out[0]["name"], "exec_command");
+    EXPECT_EQ(json::parse(out[0]["arguments"].get<std::string>()), json({{"cmd", "echo hi"}}));
+
+    // Streamed: the call arrives as a function_call item, no text before it.
+    req["stream"] = true;
+    SseResult s = sse(port(), "/v1/responses", req);
+    ASSERT_EQ(s.status, 200);
+    std::string name;
+    for (const SseEvent& e : s.events) {
+        EXPECT_NE(e.event, "response.output_text.delta") << e.data;
+        if (e.event == "response.output_item.done") name = json::parse(e.data)["item"].value("name", "");
+    }
+    EXPECT_EQ(name, "exec_command");
+
+    // Chat Completions' form of the same choice.
+    json chat = {{"model", "args"}, {"messages", {{{"role", "user"}, {"content", "Say hi."}}}}, {"tools", chat_tools()},
+                 {"tool_choice", {{"type", "function"}, {"function", {{"name", "exec_command"}}}}}};
+    HttpResult c = post_json(port(), "/v1/chat/completions", chat);
+    ASSERT_EQ(c.status, 200) << c.body;
+    const json choice = c.json_body()["choices"][0];
+    EXPECT_EQ(choice["finish_reason"], "tool_calls");
+    ASSERT_EQ(choice["message"]["tool_calls"].size(), 1u);
+    EXPECT_EQ(choice["message"]["tool_calls"][0]["function"]["name"], "exec_command");
+    EXPECT_EQ(json::parse(choice["message"]["tool_calls"][0]["function"]["arguments"].get<std::string>()), json({{"cmd", "echo hi"}}));
+
+    // "required": the model picks the function (this one writes its name).
+    req = {{"model", "pick"}, {"input", "Do something."}, {"tools", kTools}, {"tool_choice", "required"}};
+    r = post_json(port(), "/v1/responses", req);
+    ASSERT_EQ(r.status, 200) << r.body;
+    out = r.json_body()["output"];
+    ASSERT_EQ(out.size(), 1u) << out.dump();
+    EXPECT_EQ(out[0]["name"], "exec_command");
+    EXPECT_EQ(json::parse(out[0]["arguments"].get<std::string>()), json::object());
+
+    // Left to "auto", the same model's answer is just text: the forcing made the call.
+    req["model"] = "args";
+    req["tool_choice"] = "auto";
+    r = post_json(port(), "/v1/responses", req);
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(r.json_body()["output"][0]["type"], "message");
+}
+
+TEST_F(ToolChoiceHttp, AFunctionNotAmongTheToolsOrAnUnknownFormIs400) {
+    const json bad[] = {json{{"type", "function"}, {"name", "nope"}}, json("sometimes"), json{{"type", "file_search"}}};
+    for (const json& tc : bad) {
+        HttpResult r = post_json(port(), "/v1/responses", {{"model", "args"}, {"input", "x"}, {"tools", kTools}, {"tool_choice", tc}});
+        EXPECT_EQ(r.status, 400) << tc.dump() << " " << r.body;
+        EXPECT_EQ(r.json_body()["error"]["param"], "tool_choice") << r.body;
+        HttpResult c = post_json(port(), "/v1/chat/completions",
+                                 {{"model", "args"}, {"messages", {{{"role", "user"}, {"content", "x"}}}}, {"tools", chat_tools()}, {"tool_choice", tc}});
+        EXPECT_EQ(c.status, 400) << tc.dump() << " " << c.body;
+    }
+    HttpResult none = post_json(port(), "/v1/responses", {{"model", "args"}, {"input", "x"}, {"tool_choice", "required"}});
+    EXPECT_EQ(none.status, 400) << none.body;
+    EXPECT_EQ(none.json_body()["error"]["param"], "tool_choice");
+}
+
 }  // namespace
 }  // namespace flint::test

@@ -355,7 +355,12 @@ net::awaitable<void> handle_completions(HttpContext& c, const json& body) {
     const std::string& model = p.model->name;
     auto data = [](const json& j) { return "data: " + dump(j) + "\n\n"; };
     const Tokenizer& tok = *p.model->tokenizer;
-    std::string text = !req.echo ? "" : req.prompt_tokens ? tok.decode(*req.prompt_tokens) : req.prompt;
+    std::string text = req.echo ? req.prompt : "";
+    if (req.echo && req.prompt_tokens) {  // the ids' text, as a text prompt would echo it: no BOS, no SPM space
+        std::span<const int32_t> ids = *req.prompt_tokens;
+        if (!ids.empty() && ids[0] == tok.bos()) ids = ids.subspan(1);
+        text = tok.decode(ids, /*strip_space_prefix=*/true);
+    }
     if (req.p.stream) {
         co_await g.sse.begin();
         const std::string echo = text.empty() ? std::string() : data(completion_chunk(id, model, created, text, nullptr));

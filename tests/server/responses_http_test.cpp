@@ -324,6 +324,9 @@ TEST_F(ResponsesHttp, LegacyCompletionsLogprobsAndTokenIdPrompts) {
     EXPECT_EQ(t.json_body()["usage"]["prompt_tokens"], ids.size());
     by_ids["prompt"] = json::array({ids});  // [[ids]]: one prompt too
     EXPECT_EQ(post_json(port(), "/v1/completions", by_ids).json_body()["choices"][0]["text"], text);
+    by_ids["echo"] = true;  // echoed as the text prompt would be
+    EXPECT_EQ(post_json(port(), "/v1/completions", by_ids).json_body()["choices"][0]["text"], "Once upon a time" + text);
+    by_ids.erase("echo");
 
     for (const json& bad : {json::array({1, 99999}), json::array({1, -3}), json::array({1, 2.5}), json::array({json::array({1}), json::array({2})})}) {
         by_ids["prompt"] = bad;

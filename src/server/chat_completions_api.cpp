@@ -93,6 +93,7 @@ ChatRequest parse_chat_request(const json& body) {
         r.tools = *t;
     }
     if (const json* tc = field(body, "tool_choice")) r.tool_choice = *tc;
+    r.parallel_tool_calls = opt_bool(body, "parallel_tool_calls", "parallel_tool_calls").value_or(true);
     return r;
 }
 

@@ -34,6 +34,7 @@ struct ChatRequest {
     std::vector<InputItem> messages;  // system messages included, in order
     json tools = nullptr;
     json tool_choice = "auto";
+    bool parallel_tool_calls = true;  // false: at most one call per answer (the first)
 };
 ChatRequest parse_chat_request(const json& body);
 

@@ -315,6 +315,7 @@ net::awaitable<void> handle_chat_completions(HttpContext& c, const json& body) {
     json rest_lp;
     if (tools) {
         ParsedOutput parsed = calls.finish();
+        if (!req.parallel_tool_calls && parsed.calls.size() > 1) parsed.calls.resize(1);  // at most one, as asked
         rest = parsed.text;
         rest_lp = shown_logprobs(rest);
         text += rest;

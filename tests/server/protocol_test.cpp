@@ -71,6 +71,30 @@ TEST(ResponseEvents, ToolCallTextBecomesAFunctionCallItemAndIsNotShownAsText) {
     for (size_t i = 0; i < out.size(); ++i) EXPECT_EQ(out[i]["sequence_number"], i);
 }
 
+// Two calls in one answer are two function_call items, or only the first with parallel_tool_calls false.
+TEST(ResponseEvents, ParallelToolCallsFalseKeepsTheFirstCallOnly) {
+    FLINT_REQUIRE_SHARED("models/stories260K.gguf");
+    auto tok = load_tokenizer("models/stories260K.gguf");
+    for (bool parallel : {true, false}) {
+        ResponseRecord rec;
+        rec.id = "resp_x";
+        rec.req.tools = json::array({{{"type", "function"}, {"name", "a"}}, {{"type", "function"}, {"name", "b"}}});
+        rec.req.parallel_tool_calls = parallel;
+        ResponseEvents ev(rec, *tok);
+        std::vector<json> out;
+        ev.start(out);
+        ev.token(token_event("<tool_call>{\"name\": \"a\", \"arguments\": {}}</tool_call>"), out);
+        ev.token(token_event("<tool_call>{\"name\": \"b\", \"arguments\": {}}</tool_call>"), out);
+        Event fin;
+        fin.done = true;
+        fin.finish = FinishReason::Eos;
+        ev.finish(fin, {1}, out);
+        ASSERT_EQ(rec.output.size(), parallel ? 2u : 1u) << rec.output.dump();
+        EXPECT_EQ(rec.output[0]["name"], "a");
+        if (parallel) EXPECT_EQ(rec.output[1]["name"], "b");
+    }
+}
+
 TEST(ResponseEvents, CancelledResponseEndsIncompleteWithStatusCancelledAndKeepsPartialOutput) {
     FLINT_REQUIRE_SHARED("models/stories260K.gguf");
     auto tok = load_tokenizer("models/stories260K.gguf");

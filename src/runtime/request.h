@@ -34,6 +34,8 @@ struct GenerationRequest {
     std::vector<int32_t> prediction;      // predicted output tokens (speculative drafts), may be empty
     bool prompt_lookup = true;            // draft from n-gram matches when there is no prediction, or once
                                           // the output has run past the prediction (PredictionDrafter::behind)
+    bool json_object = false;             // the output must be one JSON object: constrained sampling (no drafts);
+                                          // the answer ends (Stop) when the object is complete
     std::string tag;                      // free text for logs and metrics (e.g. the response id)
 };
 

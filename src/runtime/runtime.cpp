@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "kv/kv_cache.h"
 #include "kv/prefix_cache.h"
@@ -187,6 +188,7 @@ struct Runtime::Impl {
         s->usage.prompt_tokens = s->n_prompt;
         s->usage.cached_tokens = m.n_tokens;
         s->sampler.emplace(r.sampling, model.config.n_vocab);
+        if (r.json_object) s->json.emplace();
         s->decoder.emplace(tok);
         s->stops = StopMatcher(r.stop);
         // Lookup also drafts once the output outgrows a prediction.
@@ -239,15 +241,42 @@ struct Runtime::Impl {
         ev.top_logprobs = smp.top;
         ev.step_ms = step_ms;
         emit(s, ev);
-        if (s.stops.stopped()) finish(s, FinishReason::Stop);
+        if (s.stops.stopped() || (s.json && s.json->complete())) finish(s, FinishReason::Stop);
         else if (static_cast<int>(s.output.size()) >= r.max_tokens) finish(s, FinishReason::Length);
         else if (static_cast<int>(s.tokens.size()) >= cfg.ctx) finish(s, FinishReason::ContextFull);
         return !s.finished;
     }
 
+    // A json_object sequence's next token: drawn as plain sampling draws it, except that a draw whose bytes
+    // cannot continue the JSON text is masked out of the row and drawn again; after a few such refusals
+    // every token that cannot continue is masked before the last draw. Control tokens (end of turn
+    // included) never fit: the answer ends when the object is complete. Nothing fits → the request fails.
+    Sampled sample_json(Sequence& s, float* row) {
+        auto fits = [&](int32_t t) {
+            if (t < 0 || tok.is_special(t)) return false;
+            JsonPrefix probe = *s.json;
+            return probe.feed(tok.piece(t));
+        };
+        constexpr int kRedraws = 8;
+        Sampled x;
+        for (int i = 0; i <= kRedraws; ++i) {
+            if (i == kRedraws)
+                for (int32_t t = 0; t < model.config.n_vocab; ++t)
+                    if (!fits(t)) row[t] = -std::numeric_limits<float>::infinity();
+            x = s.sampler->sample(row, s.tokens);
+            if (fits(x.token)) {
+                s.json->feed(tok.piece(x.token));
+                return x;
+            }
+            row[x.token] = -std::numeric_limits<float>::infinity();
+        }
+        finish(s, FinishReason::Error, "no token can continue the JSON output");
+        return x;
+    }
+
     void propose_drafts(Sequence& s) {
         s.drafts.clear();
-        if (!s.draft_len) return;
+        if (!s.draft_len || s.json) return;  // a constrained draw is not plain sampling's: no verification
         const int room = std::min(cfg.ctx - static_cast<int>(s.tokens.size()) - 1,
                                   s.req().max_tokens - static_cast<int>(s.output.size()) - 1);
         const int k = std::min(s.draft_len->next(), room);
@@ -407,7 +436,15 @@ struct Runtime::Impl {
                     ++row;
                     continue;
                 }
-                accept_token(s, s.sampler->sample(&logits[row * V], s.tokens), step_ms);
+                const Sampled first = s.json ? sample_json(s, &logits[row * V]) : s.sampler->sample(&logits[row * V], s.tokens);
+                if (!s.finished) accept_token(s, first, step_ms);
+                ++row;
+                continue;
+            }
+            if (s.json) {  // constrained: never any drafts, one row
+                const Sampled x = sample_json(s, &logits[row * V]);
+                s.n_past += 1;
+                if (!s.finished) accept_token(s, x, step_ms);
                 ++row;
                 continue;
             }

@@ -37,7 +37,7 @@ void parse_params(const json& body, CompletionParams& p, int64_t default_max) {
     if (auto n = opt_int(body, "n", "n", 1, 128); n && *n != 1)
         throw bad_request("Invalid 'n': this server generates one choice per request (n = 1).", "n", "invalid_value");
     p.prediction = parse_prediction(body);
-    if (const json* f = field(body, "response_format")) require_text_format(*f, "response_format");
+    if (const json* f = field(body, "response_format")) p.json_object = json_object_format(*f, "response_format");
 }
 
 }  // namespace

@@ -27,6 +27,7 @@ struct CompletionParams {
     bool logprobs = false;
     int top_logprobs = 0;
     std::optional<std::string> prediction;
+    bool json_object = false;  // response_format json_object
 };
 
 struct ChatRequest {

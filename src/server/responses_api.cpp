@@ -119,7 +119,7 @@ ResponsesRequest parse_responses_request(const json& body) {
     r.service_tier = opt_string(body, "service_tier", "service_tier").value_or("auto");
     if (const json* t = field(body, "text")) {
         if (!t->is_object()) wrong_type("text", "an object");
-        if (const json* f = field(*t, "format")) require_text_format(*f, "text.format");
+        if (const json* f = field(*t, "format")) r.json_object = json_object_format(*f, "text.format");
         r.text = *t;
     }
     if (const json* t = field(body, "reasoning")) r.reasoning = *t;

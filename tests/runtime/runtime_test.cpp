@@ -12,6 +12,7 @@
 #include "kv/prefix_cache.h"
 #include "model/forward.h"
 #include "runtime_test_util.h"
+#include "sample/json_prefix.h"
 
 using namespace flint;
 using namespace flint::test;
@@ -281,6 +282,44 @@ TEST(Runtime, OverloadIsRefusedCleanlyAndServingContinues) {
     for (auto& x : cs) x->wait();
     Event after = run_one(rt, greedy_request(p, 3));
     EXPECT_EQ(after.output.size(), 3u);
+}
+
+// json_object: whatever the model and the sampling, the output is a prefix of one JSON object, and an
+// answer that ends on its own (Stop) is a complete one. The code model, greedy and sampled with several
+// seeds, and stories260K (whose text is nothing like JSON); with speculation on, which these requests skip.
+TEST(Runtime, JsonObjectOutputIsAJsonPrefixAndStopsWhenTheObjectIsComplete) {
+    FLINT_REQUIRE_SHARED("models/flint-tiny-code.gguf");
+    auto stories = load_stories();
+    Loaded code;
+    code.model = Model::load(shared_path("models/flint-tiny-code.gguf"));
+    code.tok = Tokenizer::from_gguf(*code.model->file);
+    RuntimeConfig cfg;
+    cfg.threads = 1;
+    cfg.ctx = 512;
+    int completed = 0;
+    for (const Loaded* l : {&code, &stories}) {
+        Runtime rt(l->model, l->tok, cfg);
+        for (int seed = 0; seed < 6; ++seed) {
+            GenerationRequest r = greedy_request(l->tok->encode("config = ", true, false), 120);
+            r.ignore_eos = false;
+            r.json_object = true;
+            if (seed > 0) r.sampling = {.temperature = 1.0f, .seed = uint64_t(seed)};
+            std::string text;
+            Event e = run_one(rt, r, &text);
+            SCOPED_TRACE(text);
+            ASSERT_NE(e.finish, FinishReason::Error) << e.error;
+            JsonPrefix j;
+            EXPECT_TRUE(j.feed(text));
+            EXPECT_EQ(text.substr(0, 1), "{");
+            if (e.finish == FinishReason::Stop) {
+                EXPECT_TRUE(j.complete());
+                ++completed;
+            } else {
+                EXPECT_EQ(e.finish, FinishReason::Length);
+            }
+        }
+    }
+    EXPECT_GT(completed, 0) << "some answers end with a complete object";
 }
 
 TEST(Runtime, ContextLimitsAndBadRequestsAreClearErrors) {

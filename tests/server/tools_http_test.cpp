@@ -189,6 +189,29 @@ TEST_F(ToolChoiceHttp, ANamedFunctionOrRequiredMakesTheAnswerACall) {
     EXPECT_EQ(r.json_body()["output"][0]["type"], "message");
 }
 
+// json_object on both APIs: the "args" model's own answer ({"cmd":"echo hi"}} and a closing tag) is not
+// JSON; constrained, it is one complete JSON object, and the answer ends there.
+TEST_F(ToolChoiceHttp, JsonObjectFormatMakesTheAnswerOneJsonObject) {
+    json chat = {{"model", "args"}, {"messages", {{{"role", "user"}, {"content", "JSON please."}}}}, {"max_tokens", 64}, {"temperature", 0}};
+    const std::string free_text = post_json(port(), "/v1/chat/completions", chat).json_body()["choices"][0]["message"]["content"];
+    EXPECT_FALSE(json::accept(free_text)) << free_text;
+    chat["response_format"] = {{"type", "json_object"}};
+    HttpResult c = post_json(port(), "/v1/chat/completions", chat);
+    ASSERT_EQ(c.status, 200) << c.body;
+    const json choice = c.json_body()["choices"][0];
+    const std::string constrained = choice["message"]["content"];
+    ASSERT_TRUE(json::accept(constrained)) << constrained;
+    EXPECT_TRUE(json::parse(constrained).is_object());
+    EXPECT_EQ(choice["finish_reason"], "stop");
+
+    json resp = {{"model", "args"}, {"input", "JSON please."}, {"max_output_tokens", 64}, {"temperature", 0},
+                 {"text", {{"format", {{"type", "json_object"}}}}}};
+    HttpResult r = post_json(port(), "/v1/responses", resp);
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(r.json_body()["output"][0]["content"][0]["text"], constrained) << "the same constrained draw on both APIs";
+    EXPECT_EQ(r.json_body()["text"]["format"]["type"], "json_object") << "echoed";
+}
+
 TEST_F(ToolChoiceHttp, AFunctionNotAmongTheToolsOrAnUnknownFormIs400) {
     const json bad[] = {json{{"type", "function"}, {"name", "nope"}}, json("sometimes"), json{{"type", "file_search"}}};
     for (const json& tc : bad) {

@@ -1,0 +1,67 @@
+// flint/sample/json_prefix.h — does this text start a JSON object? (constrained decoding, "json_object")
+//
+// A byte-level recogniser of one JSON value (RFC 8259: objects, arrays, strings with escapes and UTF-8,
+// numbers, true/false/null), fed incrementally. The sampler asks it, token by token, whether a token's bytes
+// keep the output a prefix of some valid JSON text, and whether the text is already a complete value (then
+// the answer ends). With object_only (OpenAI's json_object mode) the value must be an object. Whitespace is
+// bounded so that a model cannot pad forever with newlines: none before the value, at most kMaxWhitespace
+// bytes in a row inside it (enough for pretty-printing seven levels deep).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace flint {
+
+class JsonPrefix {
+public:
+    static constexpr int kMaxWhitespace = 16;
+
+    explicit JsonPrefix(bool object_only = true) : object_only_(object_only) {}
+
+    // Appends `bytes` if the result is still a JSON prefix (true); otherwise leaves the state as it was.
+    bool feed(std::string_view bytes);
+    // The text so far is one complete value (trailing whitespace allowed).
+    bool complete() const;
+
+private:
+    enum class Mode : uint8_t {
+        Value,          // a value must come next
+        FirstInArray,   // after '[': a value or ']'
+        KeyOrEnd,       // after '{': '"' or '}'
+        Key,            // after ',' in an object: '"'
+        Colon,          // after a key
+        AfterValue,     // ',' or the container's closer (or nothing more at the top)
+        String,         // inside a string (key_ says which kind)
+        Escape,         // after '\'
+        Unicode,        // inside \uXXXX (hex_left_ digits to go)
+        Utf8,           // inside a multi-byte character (utf8_left_ continuation bytes to go)
+        Literal,        // inside true/false/null
+        NumSign,        // after '-'
+        NumZero,        // a leading 0
+        NumInt,         // integer digits
+        NumDot,         // after '.'
+        NumFrac,        // fraction digits
+        NumExp,         // after 'e'/'E'
+        NumExpSign,     // after the exponent's sign
+        NumExpDigits,   // exponent digits
+        Done,           // the top-level value is complete
+    };
+
+    bool step(unsigned char c);
+    bool start_value(unsigned char c);
+    bool end_value();        // a value just ended: AfterValue, or Done at the top
+    bool ends_number(unsigned char c);  // a byte after a number's last digit
+
+    bool object_only_;
+    Mode mode_ = Mode::Value;
+    std::string stack_;      // open containers: '{' or '['
+    bool key_ = false;       // the current string is an object key
+    int hex_left_ = 0, utf8_left_ = 0;
+    const char* literal_ = nullptr;  // "true", "false" or "null"
+    int literal_pos_ = 0;
+    int whitespace_ = 0;     // whitespace bytes in a row outside strings
+    bool started_ = false;   // a value has begun (object_only: it was '{')
+};
+
+}  // namespace flint

@@ -253,7 +253,7 @@ struct Runtime::Impl {
     // included) never fit: the answer ends when the object is complete. Nothing fits → the request fails.
     Sampled sample_json(Sequence& s, float* row) {
         auto fits = [&](int32_t t) {
-            if (t < 0 || tok.is_special(t)) return false;
+            if (t < 0 || t >= tok.n_vocab() || tok.is_special(t)) return false;  // (model rows past the vocab: padding)
             JsonPrefix probe = *s.json;
             return probe.feed(tok.piece(t));
         };

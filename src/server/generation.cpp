@@ -119,7 +119,7 @@ PreparedResponse prepare_response(ServerState& st, ResponsesRequest req, const A
         p.gen.sampling.top_logprobs = req.top_logprobs;
     }
     p.gen.generate = req.generate;
-    p.gen.json_object = req.json_object;
+    p.gen.json_object = req.json_object && forced.empty();  // a forced call is the answer: no content to constrain
     p.gen.priority = req.service_tier == "flex" ? Priority::Background : Priority::Interactive;
     p.gen.prediction = prediction_tokens(m, req.prediction);
     p.rec.id = make_id("resp_");
@@ -149,7 +149,7 @@ PreparedCompletion prepare_chat(ServerState& st, const ChatRequest& req, const A
     p.gen.sampling.top_logprobs = req.p.logprobs ? req.p.top_logprobs : 0;
     p.gen.stop = req.p.stop;
     p.gen.prediction = prediction_tokens(m, req.p.prediction);
-    p.gen.json_object = req.p.json_object;
+    p.gen.json_object = req.p.json_object && p.forced_prefix.empty();  // (as in prepare_response)
     return p;
 }
 

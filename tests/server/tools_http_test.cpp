@@ -181,6 +181,13 @@ TEST_F(ToolChoiceHttp, ANamedFunctionOrRequiredMakesTheAnswerACall) {
     EXPECT_EQ(out[0]["name"], "exec_command");
     EXPECT_EQ(json::parse(out[0]["arguments"].get<std::string>()), json::object());
 
+    // With json_object too, the forced call is still the answer (the format constrains content, and there is none).
+    req["text"] = {{"format", {{"type", "json_object"}}}};
+    r = post_json(port(), "/v1/responses", req);
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(r.json_body()["output"][0]["type"], "function_call") << r.body;
+    req.erase("text");
+
     // Left to "auto", the same model's answer is just text: the forcing made the call.
     req["model"] = "args";
     req["tool_choice"] = "auto";

@@ -34,6 +34,8 @@ void log_softmax_top(const float* logits, int n, int k, std::vector<TokenProb>& 
 
 void apply_penalties(float* logits, int n, std::span<const int32_t> history, const SamplingParams& p,
                      std::vector<int32_t>& counts) {
+    for (const auto& [id, bias] : p.logit_bias)
+        if (id >= 0 && id < n) logits[id] += bias;
     if (p.repeat_penalty == 1.0f && p.presence_penalty == 0.0f && p.frequency_penalty == 0.0f) return;
     if (history.empty() || p.penalty_last_n == 0) return;
     size_t window = p.penalty_last_n < 0 ? history.size() : std::min<size_t>(history.size(), p.penalty_last_n);
@@ -62,6 +64,7 @@ Sampler::Sampler(const SamplingParams& params, int n_vocab) : params_(params), n
 
 bool Sampler::penalties_apply(std::span<const int32_t> history) const {
     const SamplingParams& p = params_;
+    if (!p.logit_bias.empty()) return true;
     return (p.repeat_penalty != 1.0f || p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f) && !history.empty() &&
            p.penalty_last_n != 0;
 }

@@ -1,6 +1,6 @@
 // flint/sample/sampler.h — turning logits into the next token: a chain of small stages.
 //
-//   penalties (repetition, presence, frequency over the recent history)
+//   penalties (repetition, presence, frequency over the recent history; logit bias per token)
 //   → greedy (temperature 0: argmax, deterministic)
 //   → temperature → top-k → top-p → min-p → seeded draw
 // Log-probabilities reported with a token are those of the model's distribution after penalties, at
@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <random>
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace flint {
@@ -22,6 +23,7 @@ struct SamplingParams {
     int penalty_last_n = 64;      // history window for all penalties
     float presence_penalty = 0.0f;
     float frequency_penalty = 0.0f;
+    std::vector<std::pair<int32_t, float>> logit_bias;  // added to a token's logit; -inf bans it
     uint64_t seed = 0;
     bool logprobs = false;        // compute the chosen token's log-probability (costs a pass over the vocab)
     int top_logprobs = 0;         // how many alternatives to report (0..20); implies logprobs

@@ -1,5 +1,8 @@
 #include "server/chat_completions_api.h"
 
+#include <cstdlib>
+#include <limits>
+
 #include "server/errors.h"
 #include "server/json_fields.h"
 #include "server/responses_api.h"
@@ -32,6 +35,22 @@ void parse_params(const json& body, CompletionParams& p, int64_t default_max) {
             }
         } else {
             wrong_type("stop", "a string or an array of strings");
+        }
+    }
+    if (const json* lb = field(body, "logit_bias")) {
+        if (!lb->is_object()) wrong_type("logit_bias", "an object of token id → bias");
+        for (auto& [k, v] : lb->items()) {
+            const std::string param = "logit_bias." + k;
+            char* end = nullptr;
+            const long id = std::strtol(k.c_str(), &end, 10);
+            if (k.empty() || *end != '\0' || id < 0 || id > INT32_MAX)
+                throw bad_request("Invalid 'logit_bias': keys are token ids (non-negative integers); found '" + k + "'.", param,
+                                  "invalid_value");
+            if (!v.is_number()) wrong_type(param, "a number");
+            const double b = v.get<double>();
+            if (!(b >= -100 && b <= 100))
+                throw bad_request("Invalid '" + param + "': " + dump(v) + " is out of range [-100, 100].", param, "invalid_value");
+            p.logit_bias.push_back({static_cast<int32_t>(id), b <= -100 ? -std::numeric_limits<float>::infinity() : static_cast<float>(b)});
         }
     }
     if (auto n = opt_int(body, "n", "n", 1, 128); n && *n != 1)

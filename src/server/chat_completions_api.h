@@ -28,6 +28,7 @@ struct CompletionParams {
     int top_logprobs = 0;
     std::optional<std::string> prediction;
     bool json_object = false;  // response_format json_object
+    std::vector<std::pair<int32_t, float>> logit_bias;  // token id → bias (-100 → banned: -inf)
 };
 
 struct ChatRequest {

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <limits>
 #include <random>
 
 #include "server/errors.h"
@@ -70,6 +71,21 @@ std::shared_ptr<ModelEntry> resolve_model(ServerState& st, const std::string& na
 }
 
 // tool_choice's forced start of a call (conversation.h), after the rendered prompt.
+// logit_bias ids must be the model's tokens.
+static void check_logit_bias(const ModelEntry& m, const std::vector<std::pair<int32_t, float>>& bias) {
+    for (const auto& [id, b] : bias)
+        if (id >= m.tokenizer->n_vocab())
+            throw bad_request("Invalid 'logit_bias': token id " + std::to_string(id) + " is not in the vocabulary of '" + m.name +
+                                  "' (" + std::to_string(m.tokenizer->n_vocab()) + " tokens).",
+                              "logit_bias." + std::to_string(id), "invalid_value");
+}
+
+// tool_choice "none" with tools: the model still sees them, but cannot start a call.
+static void ban_tool_calls(const ModelEntry& m, const json& tool_choice, const json& tools, SamplingParams& s) {
+    if (tool_choice != "none" || !tools.is_array() || tools.empty()) return;
+    if (auto id = m.tokenizer->find_token(kToolOpen)) s.logit_bias.push_back({*id, -std::numeric_limits<float>::infinity()});
+}
+
 static void append_forced_prefix(const ModelEntry& m, std::vector<int32_t>& prompt, const std::string& prefix) {
     if (prefix.empty()) return;
     const std::vector<int32_t> t = m.tokenizer->encode(prefix, false, /*parse_special=*/true);
@@ -120,6 +136,7 @@ PreparedResponse prepare_response(ServerState& st, ResponsesRequest req, const A
     }
     p.gen.generate = req.generate;
     p.gen.json_object = req.json_object && forced.empty();  // a forced call is the answer: no content to constrain
+    ban_tool_calls(m, req.tool_choice, req.tools, p.gen.sampling);
     p.gen.priority = req.service_tier == "flex" ? Priority::Background : Priority::Interactive;
     p.gen.prediction = prediction_tokens(m, req.prediction);
     p.rec.id = make_id("resp_");
@@ -150,6 +167,9 @@ PreparedCompletion prepare_chat(ServerState& st, const ChatRequest& req, const A
     p.gen.stop = req.p.stop;
     p.gen.prediction = prediction_tokens(m, req.p.prediction);
     p.gen.json_object = req.p.json_object && p.forced_prefix.empty();  // (as in prepare_response)
+    check_logit_bias(m, req.p.logit_bias);
+    p.gen.sampling.logit_bias = req.p.logit_bias;
+    ban_tool_calls(m, req.tool_choice, req.tools, p.gen.sampling);
     return p;
 }
 
@@ -181,6 +201,8 @@ PreparedCompletion prepare_completion(ServerState& st, const CompletionRequest& 
     p.gen.sampling.presence_penalty = static_cast<float>(req.p.presence_penalty.value_or(0));
     p.gen.sampling.frequency_penalty = static_cast<float>(req.p.frequency_penalty.value_or(0));
     p.gen.stop = req.p.stop;
+    check_logit_bias(m, req.p.logit_bias);
+    p.gen.sampling.logit_bias = req.p.logit_bias;
     p.gen.prediction = prediction_tokens(m, req.p.prediction);
     return p;
 }

@@ -1,4 +1,5 @@
 #include <cmath>
+#include <limits>
 #include <map>
 
 #include <gtest/gtest.h>
@@ -12,6 +13,28 @@ TEST(Sampler, GreedyPicksArgmaxLowestIdOnTies) {
     std::vector<float> logits = {0.1f, 2.0f, -1.0f, 2.0f};
     Sampler s({.temperature = 0.0f}, 4);
     EXPECT_EQ(s.sample(logits.data(), {}).token, 1);
+}
+
+// logit_bias is added before anything else decides: a banned (-inf) argmax gives way to the next token,
+// a large bias makes a token win, and sampling never draws a banned token; the reported logprobs are the
+// biased distribution's.
+TEST(Sampler, LogitBiasBansAndFavoursTokens) {
+    std::vector<float> logits = {0.1f, 2.0f, -1.0f, 1.5f};
+    const float ban = -std::numeric_limits<float>::infinity();
+    Sampler banned({.temperature = 0.0f, .logit_bias = {{1, ban}}, .logprobs = true}, 4);
+    const Sampled b = banned.sample(logits.data(), {});
+    EXPECT_EQ(b.token, 3);
+    EXPECT_GT(b.logprob, std::log(0.5f)) << "token 1 no longer takes probability";
+    Sampler favoured({.temperature = 0.0f, .logit_bias = {{2, 10.0f}}}, 4);
+    EXPECT_EQ(favoured.sample(logits.data(), {}).token, 2);
+    Sampler sampled({.temperature = 1.0f, .logit_bias = {{1, ban}, {3, ban}}, .seed = 7}, 4);
+    for (int i = 0; i < 200; ++i) {
+        const int32_t t = sampled.sample(logits.data(), {}).token;
+        EXPECT_NE(t, 1);
+        EXPECT_NE(t, 3);
+    }
+    EXPECT_FALSE(sampled.preparable({})) << "a biased row is copied, never read in place";
+    EXPECT_FLOAT_EQ(logits[1], 2.0f) << "the caller's row is untouched";
 }
 
 TEST(Sampler, RepetitionPenaltyFollowsLlamaCppSemantics) {

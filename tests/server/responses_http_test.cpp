@@ -387,6 +387,44 @@ TEST_F(ResponsesHttp, LogprobsStayWithTheirTextWhenAStopSequenceHoldsItBack) {
     EXPECT_EQ(spelled(deltas), part["text"].get<std::string>());
 }
 
+// logit_bias (Chat and legacy Completions): -100 bans a token, so the greedy answer changes at the first
+// token it would have used; bad keys, values and ids are 400s naming the entry.
+TEST_F(ResponsesHttp, LogitBiasBansATokenAndBadEntriesAre400) {
+    auto tok = Tokenizer::from_gguf(*gguf::File::open(shared_path("models/stories260K.gguf")));
+    json req = {{"model", "stories"}, {"prompt", "Once upon a time"}, {"temperature", 0}, {"max_tokens", 6}, {"logprobs", 0}};
+    const json plain = post_json(port(), "/v1/completions", req).json_body()["choices"][0];
+    const std::string first = plain["logprobs"]["tokens"][0];
+    auto id_of = [&](std::string piece) {  // an SPM piece's id: spaces are written U+2581 in the vocabulary
+        for (size_t at; (at = piece.find(' ')) != std::string::npos;) piece.replace(at, 1, "\xE2\x96\x81");
+        const auto id = tok->find_token(piece);
+        EXPECT_TRUE(id.has_value()) << piece;
+        return id.value_or(0);
+    };
+    const int32_t banned = id_of(first);
+    req["logit_bias"] = {{std::to_string(banned), -100}};
+    const json biased = post_json(port(), "/v1/completions", req).json_body()["choices"][0];
+    EXPECT_NE(biased["logprobs"]["tokens"][0], first) << "the banned token is not drawn";
+    EXPECT_NE(biased["text"], plain["text"]);
+
+    json chat = {{"model", "stories"}, {"messages", {{{"role", "user"}, {"content", "Once upon a time"}}}}, {"temperature", 0}, {"max_tokens", 6}};
+    const std::string chat_plain = post_json(port(), "/v1/chat/completions", chat).json_body()["choices"][0]["message"]["content"];
+    ASSERT_EQ(chat_plain.substr(0, first.size()), first) << "the chat answer starts with the same token";
+    chat["logit_bias"] = {{std::to_string(banned), -100}};
+    HttpResult cb = post_json(port(), "/v1/chat/completions", chat);
+    ASSERT_EQ(cb.status, 200) << cb.body;
+    EXPECT_NE(cb.json_body()["choices"][0]["message"]["content"], chat_plain);
+
+    const std::pair<json, std::string> bad[] = {{json{{"abc", 1}}, "logit_bias.abc"}, {json{{"5", 200}}, "logit_bias.5"},
+                                                {json{{"5", "x"}}, "logit_bias.5"}, {json{{"99999", 1}}, "logit_bias.99999"},
+                                                {json::array({1}), "logit_bias"}};
+    for (const auto& [b, param] : bad) {
+        chat["logit_bias"] = b;
+        HttpResult r = post_json(port(), "/v1/chat/completions", chat);
+        EXPECT_EQ(r.status, 400) << b.dump() << " " << r.body;
+        EXPECT_EQ(r.json_body()["error"]["param"], param) << r.body;
+    }
+}
+
 TEST(ResponsesStore, RestartKeepsStoredResponsesAndTheirHistory) {
     FLINT_REQUIRE_SHARED("models/stories260K.gguf");
     std::string db = (std::filesystem::temp_directory_path() / ("flint-store-" + std::to_string(::getpid()) + ".db")).string();

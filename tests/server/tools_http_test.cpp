@@ -109,6 +109,24 @@ TEST_F(ToolsHttp, ResponsesStreamTheWordsBeforeTheFunctionCallItem) {
     EXPECT_EQ(final_output[1]["name"], "exec_command");
 }
 
+// tool_choice "none": the model still sees the tools but cannot start a call (<tool_call> is banned), so
+// the answer has no call and no call markup — where this model would otherwise call.
+TEST_F(ToolsHttp, ToolChoiceNoneKeepsTheAnswerFreeOfCalls) {
+    json req = {{"model", "agent"}, {"input", "Run echo."}, {"tools", kTools}, {"max_output_tokens", 64}, {"temperature", 0}};
+    HttpResult with_call = post_json(port(), "/v1/responses", req);
+    ASSERT_EQ(with_call.status, 200) << with_call.body;
+    EXPECT_EQ(with_call.json_body()["output"].back()["type"], "function_call");
+    req["tool_choice"] = "none";
+    HttpResult r = post_json(port(), "/v1/responses", req);
+    ASSERT_EQ(r.status, 200) << r.body;
+    const json out = r.json_body()["output"];
+    ASSERT_EQ(out.size(), 1u) << out.dump();
+    EXPECT_EQ(out[0]["type"], "message");
+    const std::string text = out[0]["content"][0]["text"];
+    EXPECT_EQ(text.substr(0, kWords.size()), kWords);
+    EXPECT_EQ(text.find("tool_call"), std::string::npos) << text;
+}
+
 // tool_choice: a named function or "required" makes the server write the start of the call for the model
 // (`<tool_call>\n{"name": "` and, for a named function, the name and `"arguments":`), so the answer is a
 // call. Two scripted models that only know the rest: "args" writes `{"cmd":"echo hi"}}` + `</tool_call>`,

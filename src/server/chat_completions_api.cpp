@@ -43,7 +43,7 @@ void parse_params(const json& body, CompletionParams& p, int64_t default_max) {
             const std::string param = "logit_bias." + k;
             char* end = nullptr;
             const long id = std::strtol(k.c_str(), &end, 10);
-            if (k.empty() || *end != '\0' || id < 0 || id > INT32_MAX)
+            if (k.empty() || k[0] < '0' || k[0] > '9' || *end != '\0' || id < 0 || id > INT32_MAX)
                 throw bad_request("Invalid 'logit_bias': keys are token ids (non-negative integers); found '" + k + "'.", param,
                                   "invalid_value");
             if (!v.is_number()) wrong_type(param, "a number");

@@ -70,7 +70,6 @@ std::shared_ptr<ModelEntry> resolve_model(ServerState& st, const std::string& na
     return m;
 }
 
-// tool_choice's forced start of a call (conversation.h), after the rendered prompt.
 // logit_bias ids must be the model's tokens.
 static void check_logit_bias(const ModelEntry& m, const std::vector<std::pair<int32_t, float>>& bias) {
     for (const auto& [id, b] : bias)
@@ -86,6 +85,7 @@ static void ban_tool_calls(const ModelEntry& m, const json& tool_choice, const j
     if (auto id = m.tokenizer->find_token(kToolOpen)) s.logit_bias.push_back({*id, -std::numeric_limits<float>::infinity()});
 }
 
+// tool_choice's forced start of a call (conversation.h), after the rendered prompt.
 static void append_forced_prefix(const ModelEntry& m, std::vector<int32_t>& prompt, const std::string& prefix) {
     if (prefix.empty()) return;
     const std::vector<int32_t> t = m.tokenizer->encode(prefix, false, /*parse_special=*/true);

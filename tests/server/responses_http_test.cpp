@@ -414,7 +414,8 @@ TEST_F(ResponsesHttp, LogitBiasBansATokenAndBadEntriesAre400) {
     ASSERT_EQ(cb.status, 200) << cb.body;
     EXPECT_NE(cb.json_body()["choices"][0]["message"]["content"], chat_plain);
 
-    const std::pair<json, std::string> bad[] = {{json{{"abc", 1}}, "logit_bias.abc"}, {json{{"5", 200}}, "logit_bias.5"},
+    const std::pair<json, std::string> bad[] = {{json{{"abc", 1}}, "logit_bias.abc"}, {json{{" 5", 1}}, "logit_bias. 5"},
+                                                {json{{"-5", 1}}, "logit_bias.-5"}, {json{{"5", 200}}, "logit_bias.5"},
                                                 {json{{"5", "x"}}, "logit_bias.5"}, {json{{"99999", 1}}, "logit_bias.99999"},
                                                 {json::array({1}), "logit_bias"}};
     for (const auto& [b, param] : bad) {

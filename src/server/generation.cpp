@@ -130,7 +130,7 @@ PreparedResponse prepare_response(ServerState& st, ResponsesRequest req, const A
     p.gen.prompt = std::move(prompt);
     p.gen.max_tokens = output_budget(m, p.gen.prompt.size(), req.max_output_tokens);
     set_sampling(p.gen, req.temperature, req.top_p, req.seed);
-    if (req.top_logprobs > 0) {
+    if (req.include_logprobs) {
         p.gen.sampling.logprobs = true;
         p.gen.sampling.top_logprobs = req.top_logprobs;
     }

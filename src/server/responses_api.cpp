@@ -123,8 +123,11 @@ ResponsesRequest parse_responses_request(const json& body) {
         r.text = *t;
     }
     if (const json* t = field(body, "reasoning")) r.reasoning = *t;
-    if (const json* inc = field(body, "include"))
+    if (const json* inc = field(body, "include")) {
         if (!inc->is_array()) wrong_type("include", "an array");
+        for (const json& v : *inc) r.include_logprobs = r.include_logprobs || v == "message.output_text.logprobs";
+    }
+    r.include_logprobs = r.include_logprobs || r.top_logprobs > 0;
     r.prompt_cache_key = opt_string(body, "prompt_cache_key", "prompt_cache_key").value_or("");
     r.user = opt_string(body, "user", "user").value_or("");
     r.prediction = parse_prediction(body);
@@ -276,7 +279,7 @@ void ResponseEvents::emit_text(const std::string& delta, std::vector<json>& out,
 }
 
 void ResponseEvents::token(const Event& e, std::vector<json>& out, int64_t t_us) {
-    if (rec_.req.top_logprobs > 0 && e.token >= 0) pending_lp_.push(token_logprobs(tok_, e));
+    if (rec_.req.include_logprobs && e.token >= 0) pending_lp_.push(token_logprobs(tok_, e));
     emit_text(tools_ ? calls_.feed(e.text) : e.text, out, t_us);
 }
 

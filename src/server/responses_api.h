@@ -35,6 +35,7 @@ struct ResponsesRequest {
     std::optional<double> temperature;
     std::optional<double> top_p;
     int top_logprobs = 0;
+    bool include_logprobs = false;     // include has "message.output_text.logprobs" (or top_logprobs > 0)
     std::optional<uint64_t> seed;       // extension
     json tools = json::array();
     json tool_choice = "auto";

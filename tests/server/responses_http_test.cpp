@@ -426,6 +426,32 @@ TEST_F(ResponsesHttp, LogitBiasBansATokenAndBadEntriesAre400) {
     }
 }
 
+// Responses logprobs come with include: ["message.output_text.logprobs"] (no alternatives unless
+// top_logprobs asks for them) or with top_logprobs > 0; without either, none.
+TEST_F(ResponsesHttp, IncludeOutputTextLogprobsAsksForLogprobs) {
+    json req = story(8);
+    auto part_of = [&](const json& body) {
+        HttpResult r = post_json(port(), "/v1/responses", body);
+        EXPECT_EQ(r.status, 200) << r.body;
+        return r.json_body()["output"][0]["content"][0];
+    };
+    EXPECT_TRUE(part_of(req)["logprobs"].empty());
+    req["include"] = {"message.output_text.logprobs"};
+    json part = part_of(req);
+    ASSERT_EQ(part["logprobs"].size(), 8u) << part.dump();
+    std::string spelled;
+    for (const json& e : part["logprobs"]) {
+        spelled += e["token"].get<std::string>();
+        EXPECT_LE(e["logprob"].get<double>(), 0.0);
+        EXPECT_TRUE(e["top_logprobs"].empty());
+    }
+    EXPECT_EQ(spelled, part["text"].get<std::string>());
+    req["top_logprobs"] = 2;
+    part = part_of(req);
+    ASSERT_EQ(part["logprobs"].size(), 8u);
+    EXPECT_EQ(part["logprobs"][0]["top_logprobs"].size(), 2u);
+}
+
 TEST(ResponsesStore, RestartKeepsStoredResponsesAndTheirHistory) {
     FLINT_REQUIRE_SHARED("models/stories260K.gguf");
     std::string db = (std::filesystem::temp_directory_path() / ("flint-store-" + std::to_string(::getpid()) + ".db")).string();

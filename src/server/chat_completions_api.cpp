@@ -69,6 +69,8 @@ ChatRequest parse_chat_request(const json& body) {
         r.p.logprobs = lp->get<bool>();
     }
     r.p.top_logprobs = static_cast<int>(opt_int(body, "top_logprobs", "top_logprobs", 0, 20).value_or(0));
+    if (r.p.top_logprobs > 0 && !r.p.logprobs)
+        throw bad_request("Invalid 'top_logprobs': it needs 'logprobs' set to true.", "top_logprobs", "invalid_value");
     const json* msgs = field(body, "messages");
     if (!msgs) throw bad_request("Missing required parameter: 'messages'.", "messages", "missing_required_parameter");
     if (!msgs->is_array()) wrong_type("messages", "an array");

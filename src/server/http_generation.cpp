@@ -314,8 +314,7 @@ net::awaitable<void> handle_chat_completions(HttpContext& c, const json& body) {
     std::string rest;  // with tools: the held tail, a malformed call's text, text after the calls
     json rest_lp;
     if (tools) {
-        ParsedOutput parsed = calls.finish();
-        if (!req.parallel_tool_calls && parsed.calls.size() > 1) parsed.calls.resize(1);  // at most one, as asked
+        ParsedOutput parsed = calls.finish(req.parallel_tool_calls);
         rest = parsed.text;
         rest_lp = shown_logprobs(rest);
         text += rest;

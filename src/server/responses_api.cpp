@@ -291,8 +291,7 @@ void ResponseEvents::finish(const Event& fin, const std::vector<int32_t>& prompt
     rec_.timings = fin.timings;
     rec_.usage = responses_usage(fin.usage);
     const bool generated = fin.finish != FinishReason::Prefilled;
-    ParsedOutput parsed = calls_.finish();
-    if (!rec_.req.parallel_tool_calls && parsed.calls.size() > 1) parsed.calls.resize(1);  // at most one, as asked
+    ParsedOutput parsed = calls_.finish(rec_.req.parallel_tool_calls);
     emit_text(parsed.text, out, t_us);  // the held tail; a malformed <tool_call> stays visible text
     const bool cancelled = fin.finish == FinishReason::Cancelled;
     const bool truncated = fin.finish == FinishReason::Length || fin.finish == FinishReason::ContextFull;

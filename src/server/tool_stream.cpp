@@ -32,8 +32,9 @@ std::string ToolCallStream::feed(std::string_view text) {
     return s;
 }
 
-ParsedOutput ToolCallStream::finish() {
+ParsedOutput ToolCallStream::finish(bool parallel_calls) {
     ParsedOutput parsed = parse_tool_calls(call_text_);
+    if (!parallel_calls && parsed.calls.size() > 1) parsed.calls.resize(1);  // parallel_tool_calls: false
     parsed.text = held_ + parsed.text;  // a malformed <tool_call> stays visible text
     *this = ToolCallStream{};
     return parsed;

@@ -20,7 +20,8 @@ public:
     std::string feed(std::string_view text);
     // Text still to show (the held tail, and whatever of the calls' part is not a well-formed call) and the
     // calls. Feeding after finish() starts over.
-    ParsedOutput finish();
+    // parallel_calls false (the request's parallel_tool_calls): at most the first call.
+    ParsedOutput finish(bool parallel_calls = true);
 
     // Inside a call: from the first <tool_call> on, text goes to the calls (and finish()).
     bool in_call() const { return in_call_; }

@@ -166,6 +166,18 @@ TEST(ToolCalls, MalformedCallStaysText) {
 
 // Text streams as it comes up to a <tool_call>; a tail that may still become one is held back, and
 // released when it does not; the calls and anything after them come at the end.
+// The one place both APIs apply parallel_tool_calls: false.
+TEST(ToolCallStream, ParallelCallsFalseKeepsTheFirstCall) {
+    const std::string two = "<tool_call>{\"name\": \"a\", \"arguments\": {}}</tool_call><tool_call>{\"name\": \"b\", \"arguments\": {}}</tool_call>";
+    for (bool parallel : {true, false}) {
+        ToolCallStream s;
+        EXPECT_EQ(s.feed(two), "");
+        const ParsedOutput p = s.finish(parallel);
+        ASSERT_EQ(p.calls.size(), parallel ? 2u : 1u);
+        EXPECT_EQ(p.calls[0].name, "a");
+    }
+}
+
 TEST(ToolCallStream, ShowsTextUpToACallAndHoldsBackWhatMayBecomeOne) {
     ToolCallStream s;
     EXPECT_EQ(s.feed("Let me"), "Let me");

@@ -66,6 +66,11 @@ TEST_F(BadInput, WrongTypesAre400NamingTheParam) {
     HttpResult chat = post_json(port(), "/v1/chat/completions", {{"model", "stories"}, {"messages", "hi"}});
     EXPECT_EQ(chat.status, 400);
     EXPECT_EQ(error_of(chat)["param"], "messages");
+    // Chat's top_logprobs without logprobs: true would be silently unused (OpenAI refuses it too).
+    HttpResult top = post_json(port(), "/v1/chat/completions",
+                               {{"model", "stories"}, {"messages", {{{"role", "user"}, {"content", "x"}}}}, {"top_logprobs", 2}});
+    EXPECT_EQ(top.status, 400);
+    EXPECT_EQ(error_of(top)["param"], "top_logprobs");
 }
 
 TEST_F(BadInput, UnknownFieldsAreIgnored) {

@@ -23,7 +23,7 @@ struct SamplingParams {
     int penalty_last_n = 64;      // history window for all penalties
     float presence_penalty = 0.0f;
     float frequency_penalty = 0.0f;
-    std::vector<std::pair<int32_t, float>> logit_bias;  // added to a token's logit; -inf bans it
+    std::vector<std::pair<int32_t, float>> logit_bias = {};  // added to a token's logit; -inf bans it
     uint64_t seed = 0;
     bool logprobs = false;        // compute the chosen token's log-probability (costs a pass over the vocab)
     int top_logprobs = 0;         // how many alternatives to report (0..20); implies logprobs

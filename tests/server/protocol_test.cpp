@@ -91,7 +91,9 @@ TEST(ResponseEvents, ParallelToolCallsFalseKeepsTheFirstCallOnly) {
         ev.finish(fin, {1}, out);
         ASSERT_EQ(rec.output.size(), parallel ? 2u : 1u) << rec.output.dump();
         EXPECT_EQ(rec.output[0]["name"], "a");
-        if (parallel) EXPECT_EQ(rec.output[1]["name"], "b");
+        if (parallel) {
+            EXPECT_EQ(rec.output[1]["name"], "b");
+        }
     }
 }
 

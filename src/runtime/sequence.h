@@ -9,10 +9,10 @@
 
 #include "runtime/request.h"
 #include "runtime/stop_matcher.h"
+#include "sample/json_prefix.h"
 #include "sample/sampler.h"
 #include "spec/drafter.h"
 #include "tokenizer/tokenizer.h"
-#include "sample/json_prefix.h"
 
 namespace flint {
 

@@ -61,7 +61,6 @@ private:
     const char* literal_ = nullptr;  // "true", "false" or "null"
     int literal_pos_ = 0;
     int whitespace_ = 0;     // whitespace bytes in a row outside strings
-    bool started_ = false;   // a value has begun (object_only: it was '{')
 };
 
 }  // namespace flint

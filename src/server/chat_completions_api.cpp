@@ -226,12 +226,11 @@ json legacy_logprobs() {
 }
 
 void add_legacy_logprob(json& lp, const Tokenizer& tok, const Event& ev, size_t text_offset) {
-    auto piece = [&](int32_t id) { return id >= 0 && id < tok.n_vocab() ? tok.token_to_piece(id) : std::string(); };
-    lp["tokens"].push_back(piece(ev.token));
+    lp["tokens"].push_back(token_piece(tok, ev.token));
     lp["token_logprobs"].push_back(ev.logprob);
     json top = json::object();
-    for (const TokenProb& t : ev.top_logprobs) top[piece(t.id)] = t.p;
-    top[piece(ev.token)] = ev.logprob;
+    for (const TokenProb& t : ev.top_logprobs) top[token_piece(tok, t.id)] = t.p;
+    top[token_piece(tok, ev.token)] = ev.logprob;
     lp["top_logprobs"].push_back(std::move(top));
     lp["text_offset"].push_back(text_offset);
 }

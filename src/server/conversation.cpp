@@ -99,23 +99,22 @@ std::string render_tools(const nlohmann::json& tools) {
 
 std::string forced_call_prefix(const nlohmann::json& tool_choice, const nlohmann::json& tools) {
     if (tool_choice.is_null() || tool_choice == "auto" || tool_choice == "none") return "";
-    std::vector<std::string> names;  // the function tools, in either API's shape
+    // A function tool's (or a tool_choice's) name, in either API's shape: Responses flat, Chat under "function".
+    auto function_name = [](const nlohmann::json& t) -> std::string {
+        if (!t.is_object() || t.value("type", "") != "function") return "";
+        const nlohmann::json& f = t.contains("function") && t["function"].is_object() ? t["function"] : t;
+        return f.contains("name") && f["name"].is_string() ? f["name"].get<std::string>() : "";
+    };
+    std::vector<std::string> names;
     if (tools.is_array())
         for (const auto& t : tools)
-            if (t.is_object() && t.value("type", "") == "function") {
-                const nlohmann::json& f = t.contains("function") && t["function"].is_object() ? t["function"] : t;
-                if (f.contains("name") && f["name"].is_string()) names.push_back(f["name"].get<std::string>());
-            }
+            if (std::string n = function_name(t); !n.empty()) names.push_back(n);
     const std::string open = std::string(kToolOpen) + "\n{\"name\": \"";
     if (tool_choice == "required") {
         if (names.empty()) throw bad_request("tool_choice 'required' needs at least one function tool.", "tool_choice", "invalid_value");
         return open;
     }
-    std::string name;
-    if (tool_choice.is_object() && tool_choice.value("type", "") == "function") {
-        const nlohmann::json& f = tool_choice.contains("function") && tool_choice["function"].is_object() ? tool_choice["function"] : tool_choice;
-        if (f.contains("name") && f["name"].is_string()) name = f["name"].get<std::string>();
-    }
+    const std::string name = function_name(tool_choice);
     if (name.empty())
         throw bad_request("Invalid 'tool_choice': expected \"auto\", \"none\", \"required\" or a function "
                           "({\"type\": \"function\", \"name\": …}).",

@@ -70,13 +70,16 @@ std::shared_ptr<ModelEntry> resolve_model(ServerState& st, const std::string& na
     return m;
 }
 
-// logit_bias ids must be the model's tokens.
+// A token id a request gives (prompt, logit_bias) must be one of the model's tokens (the parsers checked >= 0).
+static void require_in_vocab(const ModelEntry& m, int32_t id, const std::string& field, const std::string& param) {
+    if (id >= m.tokenizer->n_vocab())
+        throw bad_request("Invalid '" + field + "': token id " + std::to_string(id) + " is not in the vocabulary of '" + m.name +
+                              "' (" + std::to_string(m.tokenizer->n_vocab()) + " tokens).",
+                          param, "invalid_value");
+}
+
 static void check_logit_bias(const ModelEntry& m, const std::vector<std::pair<int32_t, float>>& bias) {
-    for (const auto& [id, b] : bias)
-        if (id >= m.tokenizer->n_vocab())
-            throw bad_request("Invalid 'logit_bias': token id " + std::to_string(id) + " is not in the vocabulary of '" + m.name +
-                                  "' (" + std::to_string(m.tokenizer->n_vocab()) + " tokens).",
-                              "logit_bias." + std::to_string(id), "invalid_value");
+    for (const auto& [id, b] : bias) require_in_vocab(m, id, "logit_bias", "logit_bias." + std::to_string(id));
 }
 
 // tool_choice "none" with tools: the model still sees them, but cannot start a call.
@@ -180,11 +183,7 @@ PreparedCompletion prepare_completion(ServerState& st, const CompletionRequest& 
     const Tokenizer& tok = *m.tokenizer;
     if (req.prompt_tokens) {
         if (req.suffix) throw bad_request("'suffix' needs the prompt as text, not token ids.", "suffix");
-        for (int32_t id : *req.prompt_tokens)
-            if (id >= tok.n_vocab())
-                throw bad_request("Invalid 'prompt': token id " + std::to_string(id) + " is not in the vocabulary of '" + m.name +
-                                      "' (" + std::to_string(tok.n_vocab()) + " tokens).",
-                                  "prompt", "invalid_value");
+        for (int32_t id : *req.prompt_tokens) require_in_vocab(m, id, "prompt", "prompt");
         p.gen.prompt = *req.prompt_tokens;
     } else if (req.suffix) {
         if (!has_fim(tok))

@@ -296,7 +296,7 @@ net::awaitable<void> handle_chat_completions(HttpContext& c, const json& body) {
     json logprobs = json::array();
     LogprobQueue pending;  // a token's entry goes out with its text, which may come later (or never)
     auto shown_logprobs = [&](const std::string& shown) {
-        json taken = pending.take(shown, tools && calls.in_call());
+        json taken = pending.take(shown, calls.in_call());  // (only fed with tools)
         for (const json& e : taken) logprobs.push_back(e);
         return req.p.logprobs && !taken.empty() ? json{{"content", taken}} : json(nullptr);
     };

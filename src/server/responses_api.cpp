@@ -214,9 +214,13 @@ json input_items_with_ids(const json& items) {
     return out;
 }
 
+std::string token_piece(const Tokenizer& tok, int32_t id) {
+    return id >= 0 && id < tok.n_vocab() ? tok.token_to_piece(id) : std::string();
+}
+
 json token_logprobs(const Tokenizer& tok, const Event& ev) {
     auto entry = [&](int32_t id, float lp) {
-        std::string s = id >= 0 && id < tok.n_vocab() ? tok.token_to_piece(id) : std::string();
+        const std::string s = token_piece(tok, id);
         json bytes = json::array();
         for (unsigned char c : s) bytes.push_back(c);
         return json{{"token", s}, {"logprob", lp}, {"bytes", bytes}};
@@ -263,7 +267,7 @@ void ResponseEvents::open_message(std::vector<json>& out) {
 }
 
 void ResponseEvents::emit_text(const std::string& delta, std::vector<json>& out, int64_t t_us) {
-    json lps = pending_lp_.take(delta, tools_ && calls_.in_call());
+    json lps = pending_lp_.take(delta, calls_.in_call());  // (only fed with tools)
     if (delta.empty()) return;
     open_message(out);
     text_ += delta;

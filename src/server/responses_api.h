@@ -117,5 +117,7 @@ private:
 };
 
 json token_logprobs(const Tokenizer& tok, const Event& ev);
+// A token's bytes for logprobs, "" for an id outside the vocabulary (a model's padding rows).
+std::string token_piece(const Tokenizer& tok, int32_t id);
 
 }  // namespace flint::server

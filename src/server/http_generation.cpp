@@ -366,27 +366,23 @@ net::awaitable<void> handle_completions(HttpContext& c, const json& body) {
         const std::string echo = text.empty() ? std::string() : data(completion_chunk(id, model, created, text, nullptr));
         co_await g.sse.chunk(echo);
     }
-    // logprobs: every token's, a chunk carrying those of the tokens since the last chunk (a token whose
-    // bytes do not yet end a character has no text of its own and rides with the next).
-    json all_lp = req.p.logprobs ? legacy_logprobs() : json(nullptr);
-    json chunk_lp = all_lp;
+    // logprobs: every token's in the reply, or, streamed, in each chunk those of the tokens since the last
+    // one (a token whose bytes do not yet end a character has no text of its own and rides with the next).
+    json lp = req.p.logprobs ? legacy_logprobs() : json(nullptr);
     auto render = [&](const TimedEvent& ev) {
-        if (req.p.logprobs && ev.token >= 0) {
-            add_legacy_logprob(all_lp, tok, ev, text.size());
-            add_legacy_logprob(chunk_lp, tok, ev, text.size());
-        }
+        if (req.p.logprobs && ev.token >= 0) add_legacy_logprob(lp, tok, ev, text.size());
         if (ev.text.empty()) return std::string();
         text += ev.text;
         if (!req.p.stream) return std::string();
-        std::string out = data(completion_chunk(id, model, created, ev.text, nullptr, chunk_lp));
-        if (req.p.logprobs) chunk_lp = legacy_logprobs();
+        std::string out = data(completion_chunk(id, model, created, ev.text, nullptr, lp));
+        if (req.p.logprobs) lp = legacy_logprobs();
         return out;
     };
     const Event final_ev = co_await g.drain(render, [](const Event&) {});
     if (!g.client_here()) co_return;
     const std::string finish = finish_reason_string(final_ev.finish, false);
     if (!req.p.stream) {
-        const json obj = completion_object(id, model, created, text, finish, final_ev.usage, all_lp);
+        const json obj = completion_object(id, model, created, text, finish, final_ev.usage, lp);
         const std::string timing = server_timing(final_ev.timings, parse_ms);
         co_await write_json(c, 200, obj, timing);
         co_return;

@@ -15,6 +15,7 @@ const KEY = 'sk-flint-node-test';
 const WORDS = 'Let me run it. ';
 const CALL = '<tool_call>{"name":"exec_command","arguments":{"cmd": "echo flint-tool-ran"}}</tool_call>';
 const ANSWER = 'Done: the command ran!';
+const ARGS_REST = '{"cmd":"echo hi"}}\n</tool_call>';
 const PARAMS = { type: 'object', properties: { cmd: { type: 'string' } }, required: ['cmd'] };
 let server;
 let client;
@@ -30,6 +31,11 @@ before(async () => {
   const agent = join(dir, 'agent.gguf');
   writeScriptedModel(BINARY, agent, { script: WORDS + CALL, then: ANSWER, marker: '_response' });
   args.push('-m', `agent=${agent}`);
+  // A model that only knows the rest of a call after its name ("args"): left alone it answers text that is
+  // not JSON; a forced tool_choice makes it a call, json_object makes it one JSON object.
+  const rest = join(dir, 'args.gguf');
+  writeScriptedModel(BINARY, rest, { script: ARGS_REST });
+  args.push('-m', `args=${rest}`);
   server = await startServe(BINARY, args);
   client = new OpenAI({ apiKey: KEY, baseURL: `http://127.0.0.1:${server.port}/v1`, maxRetries: 0 });
 });
@@ -162,4 +168,94 @@ test('function calling over Chat Completions: the SDK stream helper assembles th
 test('a wrong key is an AuthenticationError', async () => {
   const bad = new OpenAI({ apiKey: 'sk-wrong', baseURL: client.baseURL, maxRetries: 0 });
   await assert.rejects(bad.responses.create({ model: model(), input: 'x' }), (e) => e.status === 401);
+});
+
+test('json_object output through the SDK: a parseable object on both APIs; json_schema is a clear 400', async () => {
+  const messages = [{ role: 'user', content: 'JSON please.' }];
+  const free = await client.chat.completions.create({ model: 'args', messages, temperature: 0, max_tokens: 64 });
+  assert.throws(() => JSON.parse(free.choices[0].message.content), 'left alone the answer is not JSON');
+  const c = await client.chat.completions.create({
+    model: 'args', messages, temperature: 0, max_tokens: 64, response_format: { type: 'json_object' },
+  });
+  assert.equal(c.choices[0].finish_reason, 'stop');
+  const obj = JSON.parse(c.choices[0].message.content);
+  assert.equal(typeof obj, 'object');
+  assert.ok(obj && !Array.isArray(obj));
+  const r = await client.responses.create({
+    model: 'args', input: 'JSON please.', temperature: 0, max_output_tokens: 64, text: { format: { type: 'json_object' } },
+  });
+  assert.equal(r.output_text, c.choices[0].message.content, 'the same constrained draw on both APIs');
+  const schema = { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'object', properties: {} } } };
+  await assert.rejects(
+    client.chat.completions.create({ model: 'args', messages, response_format: schema }),
+    (e) => e.status === 400 && /json_schema/.test(e.message),
+  );
+});
+
+test('tool_choice through the SDK: a named function makes the answer that call (Chat stream helper, Responses)', async () => {
+  const tools = [{ type: 'function', function: { name: 'exec_command', parameters: PARAMS } }];
+  const stream = client.chat.completions.stream({
+    model: 'args', messages: [{ role: 'user', content: 'Say hi.' }], tools,
+    tool_choice: { type: 'function', function: { name: 'exec_command' } },
+  });
+  const done = await stream.finalChatCompletion();
+  assert.equal(done.choices[0].finish_reason, 'tool_calls');
+  const calls = done.choices[0].message.tool_calls;
+  assert.equal(calls.length, 1);
+  assert.equal(calls[0].function.name, 'exec_command');
+  assert.deepEqual(JSON.parse(calls[0].function.arguments), { cmd: 'echo hi' });
+  const rtools = [{ type: 'function', name: 'exec_command', parameters: PARAMS }];
+  const r = await client.responses.create({
+    model: 'args', input: 'Say hi.', tools: rtools, tool_choice: { type: 'function', name: 'exec_command' },
+  });
+  assert.equal(r.output.length, 1);
+  assert.equal(r.output[0].type, 'function_call');
+  assert.deepEqual(JSON.parse(r.output[0].arguments), { cmd: 'echo hi' });
+  const auto = await client.responses.create({ model: 'args', input: 'Say hi.', tools: rtools });
+  assert.equal(auto.output[0].type, 'message', 'left to auto the same model answers text');
+  await assert.rejects(
+    client.responses.create({ model: 'args', input: 'x', tools: rtools, tool_choice: { type: 'function', name: 'nope' } }),
+    (e) => e.status === 400 && e.param === 'tool_choice',
+  );
+});
+
+test('logprobs through the SDK: Chat, legacy Completions and Responses spell the text', async () => {
+  const c = await client.chat.completions.create({
+    model: model(), messages: [{ role: 'user', content: 'Once upon a time' }], temperature: 0, max_tokens: 12,
+    logprobs: true, top_logprobs: 2,
+  });
+  const entries = c.choices[0].logprobs.content;
+  assert.equal(entries.map((e) => e.token).join(''), c.choices[0].message.content);
+  for (const e of entries) {
+    assert.ok(e.logprob <= 0);
+    assert.equal(e.top_logprobs.length, 2);
+    assert.ok(e.top_logprobs[0].logprob >= e.logprob - 1e-6, 'greedy: the chosen token is the most likely');
+  }
+  const legacy = await client.completions.create({
+    model: model(), prompt: 'Once upon a time', temperature: 0, max_tokens: 8, logprobs: 2,
+  });
+  const lp = legacy.choices[0].logprobs;
+  assert.equal(lp.tokens.join(''), legacy.choices[0].text);
+  assert.equal(lp.token_logprobs.length, lp.tokens.length);
+  assert.equal(lp.text_offset.length, lp.tokens.length);
+  const r = await client.responses.create({
+    model: model(), input: 'Once upon a time', temperature: 0, max_output_tokens: 8,
+    include: ['message.output_text.logprobs'],
+  });
+  const part = r.output[0].content[0];
+  assert.equal(part.logprobs.map((e) => e.token).join(''), part.text);
+});
+
+test('logit_bias through the SDK: a +100 bias makes one token the whole answer', async () => {
+  const req = { model: model(), messages: [{ role: 'user', content: 'Once upon a time' }], temperature: 0, max_tokens: 6, logprobs: true };
+  const plain = await client.chat.completions.create(req);
+  const biased = await client.chat.completions.create({ ...req, logit_bias: { 300: 100 } });
+  const tokens = biased.choices[0].logprobs.content.map((e) => e.token);
+  assert.equal(tokens.length, 6);
+  assert.ok(tokens.every((t) => t === tokens[0]), JSON.stringify(tokens));
+  assert.notEqual(biased.choices[0].message.content, plain.choices[0].message.content);
+  await assert.rejects(
+    client.chat.completions.create({ ...req, logit_bias: { 999999: 1 } }),
+    (e) => e.status === 400 && /logit_bias/.test(e.message),
+  );
 });

@@ -1,0 +1,104 @@
+// Output formats: what each form compiles to, and every schema flint cannot enforce is a 400 that names the
+// keyword and where it is (never accepted and then answered with JSON that may not fit).
+#include <gtest/gtest.h>
+
+#include "server/errors.h"
+#include "server/output_format.h"
+
+namespace flint::server {
+namespace {
+
+using nlohmann::json;
+
+// The ApiError a format throws (status 0 if it throws none).
+ApiError error_of(const json& format, FormatApi api = FormatApi::Responses) {
+    try {
+        output_format(format, "text.format", api);
+    } catch (const ApiError& e) {
+        return e;
+    }
+    ApiError none;
+    none.status = 0;
+    return none;
+}
+
+json responses_schema(const json& schema) { return {{"type", "json_schema"}, {"name", "x"}, {"schema", schema}}; }
+
+TEST(OutputFormat, TextJsonObjectAndJsonSchemaInBothShapes) {
+    EXPECT_EQ(output_format({{"type", "text"}}, "f", FormatApi::Chat), nullptr);
+    EXPECT_EQ(output_format({{"type", "json_object"}}, "f", FormatApi::Chat), JsonSchema::any_object());
+    const json schema = {{"type", "object"}, {"properties", {{"a", {{"type", "string"}}}}}, {"required", {"a"}}};
+    auto r = output_format(responses_schema(schema), "text.format", FormatApi::Responses);
+    ASSERT_NE(r, nullptr);
+    EXPECT_EQ(r->nodes[r->root].kind, JsonSchemaNode::Kind::Object);
+    EXPECT_EQ(r->nodes[r->root].names, std::vector<std::string>{"a"});
+    EXPECT_EQ(r->nodes[r->root].required, 1u);
+    auto c = output_format({{"type", "json_schema"}, {"json_schema", {{"name", "x"}, {"strict", true}, {"schema", schema}}}},
+                           "response_format", FormatApi::Chat);
+    ASSERT_NE(c, nullptr);
+    EXPECT_EQ(c->nodes[c->root].names, std::vector<std::string>{"a"});
+}
+
+TEST(OutputFormat, MissingOrMalformedPartsAreNamed) {
+    EXPECT_EQ(error_of({{"type", "yaml"}}).param, "text.format.type");
+    EXPECT_EQ(error_of({{"type", "json_schema"}, {"schema", {{"type", "object"}}}}).param, "text.format.name");
+    EXPECT_EQ(error_of({{"type", "json_schema"}, {"name", "x"}}).param, "text.format.schema");
+    EXPECT_EQ(error_of({{"type", "json_schema"}, {"name", "x"}}, FormatApi::Chat).param, "text.format.json_schema");
+    EXPECT_EQ(error_of({{"type", "json_schema"}, {"json_schema", {{"name", "x"}}}}, FormatApi::Chat).param, "text.format.json_schema.schema");
+    EXPECT_EQ(error_of({{"type", "json_schema"}, {"name", 5}, {"schema", json::object()}}).param, "text.format.name");
+    EXPECT_EQ(error_of(json::array()).param, "text.format");
+}
+
+TEST(OutputFormat, SchemasFlintCannotEnforceAre400sNamingWhere) {
+    struct Case {
+        json schema;
+        std::string param;
+    };
+    const std::vector<Case> cases = {
+        {{{"type", "object"}, {"properties", {{"zip", {{"type", "string"}, {"pattern", "^[0-9]+$"}}}}}}, "text.format.schema.properties.zip.pattern"},
+        {{{"type", "object"}, {"properties", {{"n", {{"type", "integer"}, {"minimum", 0}}}}}}, "text.format.schema.properties.n.minimum"},
+        {{{"type", "object"}, {"properties", {{"e", {{"oneOf", json::array({json::object()})}}}}}}, "text.format.schema.properties.e.oneOf"},
+        {{{"type", "array"}}, "text.format.schema"},                        // the root must be an object
+        {{{"anyOf", {{{"type", "object"}}}}}, "text.format.schema"},        // … not alternatives of objects
+        {{{"type", "object"}, {"properties", {{"a", false}}}}, "text.format.schema.properties.a"},
+        {{{"type", "object"}, {"properties", {{"a", {{"type", "date"}}}}}}, "text.format.schema.properties.a.type"},
+        {{{"type", "object"}, {"properties", {{"a", {{"$ref", "http://x/y.json"}}}}}}, "text.format.schema.properties.a.$ref"},
+        {{{"type", "object"}, {"properties", {{"a", {{"$ref", "#/$defs/none"}}}}}}, "text.format.schema.properties.a.$ref"},
+        {{{"type", "object"}, {"properties", {{"a", {{"$ref", "#"}, {"type", "string"}}}}}}, "text.format.schema.properties.a.type"},
+        {{{"type", "object"}, {"properties", {{"a", {{"type", "array"}, {"minItems", 3}, {"maxItems", 2}}}}}}, "text.format.schema.properties.a"},
+        {{{"type", "object"}, {"properties", {{"a", {{"type", "array"}, {"items", json::array()}}}}}}, "text.format.schema.properties.a.items"},
+        {{{"type", "object"}, {"properties", {{"a", {{"type", "string"}, {"enum", {1, 2}}}}}}}, "text.format.schema.properties.a"},
+        {{{"type", "object"}, {"properties", {{"a", {{"type", "string"}, {"enum", "x"}}}}}}, "text.format.schema.properties.a.enum"},
+        {{{"type", "object"}, {"required", "a"}}, "text.format.schema.required"},
+        {json("object"), "text.format.schema"},
+    };
+    for (const Case& c : cases) {
+        const ApiError e = error_of(responses_schema(c.schema));
+        EXPECT_EQ(e.status, 400) << c.schema.dump();
+        EXPECT_EQ(e.param, c.param) << c.schema.dump() << ": " << e.message;
+        EXPECT_FALSE(e.message.empty());
+    }
+    // Too deep, and too many properties in one object.
+    json deep = {{"type", "object"}};
+    for (int i = 0; i < 80; ++i) deep = {{"type", "object"}, {"properties", {{"a", deep}}}};
+    EXPECT_EQ(error_of(responses_schema(deep)).status, 400);
+    json wide = {{"type", "object"}, {"properties", json::object()}};
+    for (int i = 0; i < 65; ++i) wide["properties"][std::string("p").append(std::to_string(i))] = {{"type", "string"}};
+    EXPECT_EQ(error_of(responses_schema(wide)).param, "text.format.schema.properties");
+}
+
+TEST(OutputFormat, AnnotationsAreIgnoredAndTypeListsBecomeAlternatives) {
+    const json schema = {{"$schema", "https://json-schema.org/draft/2020-12/schema"}, {"title", "T"}, {"description", "d"},
+                         {"type", "object"},
+                         {"properties", {{"a", {{"type", {"string", "null"}}, {"description", "x"}, {"default", nullptr}}}}}};
+    auto s = output_format(responses_schema(schema), "text.format", FormatApi::Responses);
+    const JsonSchemaNode& root = s->nodes[s->root];
+    const JsonSchemaNode& a = s->nodes[root.props[0]];
+    ASSERT_EQ(a.kind, JsonSchemaNode::Kind::AnyOf);
+    ASSERT_EQ(a.options.size(), 2u);
+    EXPECT_EQ(s->nodes[a.options[0]].kind, JsonSchemaNode::Kind::String);
+    EXPECT_EQ(s->nodes[a.options[1]].kind, JsonSchemaNode::Kind::Null);
+}
+
+}  // namespace
+}  // namespace flint::server

@@ -3,9 +3,11 @@
 #pragma once
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "sample/json_schema.h"
 #include "sample/sampler.h"
 
 namespace flint {
@@ -34,8 +36,9 @@ struct GenerationRequest {
     std::vector<int32_t> prediction;      // predicted output tokens (speculative drafts), may be empty
     bool prompt_lookup = true;            // draft from n-gram matches when there is no prediction, or once
                                           // the output has run past the prediction (PredictionDrafter::behind)
-    bool json_object = false;             // the output must be one JSON object: constrained sampling (no drafts);
-                                          // the answer ends (Stop) when the object is complete
+    std::shared_ptr<const JsonSchema> json_schema;  // set: the output must be JSON that fits it (JsonSchema::
+                                          // any_object() for "json_object"): constrained sampling, no drafts;
+                                          // the answer ends (Stop) when the value is complete
     std::string tag;                      // free text for logs and metrics (e.g. the response id)
 };
 

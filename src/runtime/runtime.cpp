@@ -188,7 +188,7 @@ struct Runtime::Impl {
         s->usage.prompt_tokens = s->n_prompt;
         s->usage.cached_tokens = m.n_tokens;
         s->sampler.emplace(r.sampling, model.config.n_vocab);
-        if (r.json_object) s->json.emplace();
+        if (r.json_schema) s->json.emplace(r.json_schema);
         s->decoder.emplace(tok);
         s->stops = StopMatcher(r.stop);
         // Lookup also drafts once the output outgrows a prediction.
@@ -247,15 +247,14 @@ struct Runtime::Impl {
         return !s.finished;
     }
 
-    // A json_object sequence's next token: drawn as plain sampling draws it, except that a draw whose bytes
+    // A json_object / json_schema sequence's next token: drawn as plain sampling draws it, except that a draw whose bytes
     // cannot continue the JSON text is masked out of the row and drawn again; after a few such refusals
     // every token that cannot continue is masked before the last draw. Control tokens (end of turn
     // included) never fit: the answer ends when the object is complete. Nothing fits → the request fails.
     Sampled sample_json(Sequence& s, float* row) {
         auto fits = [&](int32_t t) {
             if (t < 0 || t >= tok.n_vocab() || tok.is_special(t)) return false;  // (model rows past the vocab: padding)
-            JsonPrefix probe = *s.json;
-            return probe.feed(tok.piece(t));
+            return s.json->accepts(tok.piece(t));
         };
         constexpr int kRedraws = 8;
         Sampled x;

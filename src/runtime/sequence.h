@@ -9,7 +9,7 @@
 
 #include "runtime/request.h"
 #include "runtime/stop_matcher.h"
-#include "sample/json_prefix.h"
+#include "sample/json_schema.h"
 #include "sample/sampler.h"
 #include "spec/drafter.h"
 #include "tokenizer/tokenizer.h"
@@ -45,7 +45,7 @@ struct Sequence {
     std::optional<PredictionDrafter> prediction;
     std::optional<LookupDrafter> lookup;
     std::optional<AdaptiveLength> draft_len;
-    std::optional<JsonPrefix> json;   // json_object requests: the output so far, as JSON
+    std::optional<JsonSchemaPrefix> json;  // json_object / json_schema requests: the output so far, as JSON
     std::vector<int32_t> drafts;      // proposed for the current step
     bool drafts_from_prediction = false;  // their source: the prediction, or prompt lookup
     bool finished = false;

@@ -5,6 +5,7 @@
 
 #include "server/errors.h"
 #include "server/json_fields.h"
+#include "server/output_format.h"
 #include "server/responses_api.h"
 
 namespace flint::server {
@@ -56,7 +57,7 @@ void parse_params(const json& body, CompletionParams& p, int64_t default_max) {
     if (auto n = opt_int(body, "n", "n", 1, 128); n && *n != 1)
         throw bad_request("Invalid 'n': this server generates one choice per request (n = 1).", "n", "invalid_value");
     p.prediction = parse_prediction(body);
-    if (const json* f = field(body, "response_format")) p.json_object = json_object_format(*f, "response_format");
+    if (const json* f = field(body, "response_format")) p.format = output_format(*f, "response_format", FormatApi::Chat);
 }
 
 }  // namespace

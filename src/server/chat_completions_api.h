@@ -27,7 +27,7 @@ struct CompletionParams {
     bool logprobs = false;
     int top_logprobs = 0;
     std::optional<std::string> prediction;
-    bool json_object = false;  // response_format json_object
+    std::shared_ptr<const JsonSchema> format;  // response_format json_object / json_schema (null: text)
     std::vector<std::pair<int32_t, float>> logit_bias;  // token id → bias (-100 → banned: -inf)
 };
 

@@ -138,7 +138,7 @@ PreparedResponse prepare_response(ServerState& st, ResponsesRequest req, const A
         p.gen.sampling.top_logprobs = req.top_logprobs;
     }
     p.gen.generate = req.generate;
-    p.gen.json_object = req.json_object && forced.empty();  // a forced call is the answer: no content to constrain
+    p.gen.json_schema = forced.empty() ? req.format : nullptr;  // a forced call is the answer: no content to constrain
     ban_tool_calls(m, req.tool_choice, req.tools, p.gen.sampling);
     p.gen.priority = req.service_tier == "flex" ? Priority::Background : Priority::Interactive;
     p.gen.prediction = prediction_tokens(m, req.prediction);
@@ -169,7 +169,7 @@ PreparedCompletion prepare_chat(ServerState& st, const ChatRequest& req, const A
     p.gen.sampling.top_logprobs = req.p.logprobs ? req.p.top_logprobs : 0;
     p.gen.stop = req.p.stop;
     p.gen.prediction = prediction_tokens(m, req.p.prediction);
-    p.gen.json_object = req.p.json_object && p.forced_prefix.empty();  // (as in prepare_response)
+    p.gen.json_schema = p.forced_prefix.empty() ? req.p.format : nullptr;  // (as in prepare_response)
     check_logit_bias(m, req.p.logit_bias);
     p.gen.sampling.logit_bias = req.p.logit_bias;
     ban_tool_calls(m, req.tool_choice, req.tools, p.gen.sampling);

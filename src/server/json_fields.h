@@ -77,21 +77,6 @@ inline json parse_body(const std::string& body) {
 // through) is replaced rather than thrown.
 inline std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
-// An output format (Chat `response_format`, Responses `text.format`): "text", or "json_object" (true: the
-// answer is sampled so that it is one JSON object). "json_schema" would need decoding constrained to the
-// schema, which flint does not do, so it is refused (400 naming the type) rather than accepted and then
-// answered with JSON that may not fit it.
-inline bool json_object_format(const json& format, const std::string& param) {
-    if (!format.is_object()) wrong_type(param, "an object");
-    const std::string type = opt_string(format, "type", param + ".type").value_or("text");
-    if (type == "json_object") return true;
-    if (type != "text")
-        throw bad_request("Output format '" + type + "' is not supported: flint constrains output to a JSON object "
-                              "(type 'json_object') but not to a schema. Use 'json_object' and describe the schema in the prompt.",
-                          param + ".type", "unsupported_parameter");
-    return false;
-}
-
 // Message content: a string, or an array of parts whose texts are joined. A part whose type is not one of
 // `text_types` is refused (400 naming the part), not silently dropped; a part without a type counts as
 // the first of them. Shared by the Chat Completions and Responses parsers.

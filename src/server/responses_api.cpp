@@ -5,6 +5,7 @@
 
 #include "server/errors.h"
 #include "server/json_fields.h"
+#include "server/output_format.h"
 #include "tokenizer/tokenizer.h"
 
 namespace flint::server {
@@ -119,7 +120,7 @@ ResponsesRequest parse_responses_request(const json& body) {
     r.service_tier = opt_string(body, "service_tier", "service_tier").value_or("auto");
     if (const json* t = field(body, "text")) {
         if (!t->is_object()) wrong_type("text", "an object");
-        if (const json* f = field(*t, "format")) r.json_object = json_object_format(*f, "text.format");
+        if (const json* f = field(*t, "format")) r.format = output_format(*f, "text.format", FormatApi::Responses);
         r.text = *t;
     }
     if (const json* t = field(body, "reasoning")) r.reasoning = *t;

@@ -27,7 +27,7 @@ struct ResponsesRequest {
     json input_json = json::array();   // the items as given, for GET …/input_items
     std::optional<std::string> instructions;
     std::string previous_response_id;
-    bool json_object = false;          // text.format json_object
+    std::shared_ptr<const JsonSchema> format;  // text.format json_object / json_schema (null: text)
     bool store = true;
     bool stream = false;
     bool generate = true;               // WebSocket warm-up: false

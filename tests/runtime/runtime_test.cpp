@@ -8,11 +8,13 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "kv/kv_cache.h"
 #include "kv/prefix_cache.h"
 #include "model/forward.h"
 #include "runtime_test_util.h"
-#include "sample/json_prefix.h"
+#include "sample/json_schema.h"
 
 using namespace flint;
 using namespace flint::test;
@@ -284,10 +286,24 @@ TEST(Runtime, OverloadIsRefusedCleanlyAndServingContinues) {
     EXPECT_EQ(after.output.size(), 3u);
 }
 
-// json_object: whatever the model and the sampling, the output is a prefix of one JSON object, and an
-// answer that ends on its own (Stop) is a complete one. The code model, greedy and sampled with several
-// seeds, and stories260K (whose text is nothing like JSON); with speculation on, which these requests skip.
-TEST(Runtime, JsonObjectOutputIsAJsonPrefixAndStopsWhenTheObjectIsComplete) {
+// A schema built by hand (the server compiles requests' schemas to the same nodes): {"name": string,
+// "size": integer, "tags": up to 3 strings}, all required, nothing else.
+std::shared_ptr<const JsonSchema> record_schema() {
+    using Kind = JsonSchemaNode::Kind;
+    auto s = std::make_shared<JsonSchema>();
+    const int str = s->add({.kind = Kind::String});
+    const int integer = s->add({.kind = Kind::Integer});
+    const int tags = s->add({.kind = Kind::Array, .items = str, .max_items = 3});
+    s->root = s->add({.kind = Kind::Object, .names = {"name", "size", "tags"}, .props = {str, integer, tags}, .required = 7,
+                      .allow_additional = false});
+    return s;
+}
+
+// json_object and json_schema: whatever the model and the sampling, the output is a prefix of JSON the
+// format accepts, and an answer that ends on its own (Stop) is complete. The code model, greedy and sampled
+// with several seeds, and stories260K (whose text is nothing like JSON); with speculation on, which these
+// requests skip.
+TEST(Runtime, JsonOutputFitsItsFormatAndStopsWhenTheValueIsComplete) {
     FLINT_REQUIRE_SHARED("models/flint-tiny-code.gguf");
     auto stories = load_stories();
     Loaded code;
@@ -296,30 +312,38 @@ TEST(Runtime, JsonObjectOutputIsAJsonPrefixAndStopsWhenTheObjectIsComplete) {
     RuntimeConfig cfg;
     cfg.threads = 1;
     cfg.ctx = 512;
-    int completed = 0;
-    for (const Loaded* l : {&code, &stories}) {
-        Runtime rt(l->model, l->tok, cfg);
-        for (int seed = 0; seed < 6; ++seed) {
-            GenerationRequest r = greedy_request(l->tok->encode("config = ", true, false), 120);
-            r.ignore_eos = false;
-            r.json_object = true;
-            if (seed > 0) r.sampling = {.temperature = 1.0f, .seed = uint64_t(seed)};
-            std::string text;
-            Event e = run_one(rt, r, &text);
-            SCOPED_TRACE(text);
-            ASSERT_NE(e.finish, FinishReason::Error) << e.error;
-            JsonPrefix j;
-            EXPECT_TRUE(j.feed(text));
-            EXPECT_EQ(text.substr(0, 1), "{");
-            if (e.finish == FinishReason::Stop) {
-                EXPECT_TRUE(j.complete());
-                ++completed;
-            } else {
-                EXPECT_EQ(e.finish, FinishReason::Length);
+    for (const auto& schema : {JsonSchema::any_object(), record_schema()}) {
+        int completed = 0;
+        for (const Loaded* l : {&code, &stories}) {
+            Runtime rt(l->model, l->tok, cfg);
+            for (int seed = 0; seed < 6; ++seed) {
+                GenerationRequest r = greedy_request(l->tok->encode("config = ", true, false), 120);
+                r.ignore_eos = false;
+                r.json_schema = schema;
+                if (seed > 0) r.sampling = {.temperature = 1.0f, .seed = uint64_t(seed)};
+                std::string text;
+                Event e = run_one(rt, r, &text);
+                SCOPED_TRACE(text);
+                ASSERT_NE(e.finish, FinishReason::Error) << e.error;
+                JsonSchemaPrefix j(schema);
+                EXPECT_TRUE(j.feed(text));
+                EXPECT_EQ(text.substr(0, 1), "{");
+                if (e.finish == FinishReason::Stop) {
+                    EXPECT_TRUE(j.complete());
+                    const nlohmann::json v = nlohmann::json::parse(text);  // throws (fails) if not JSON
+                    if (schema != JsonSchema::any_object()) {
+                        EXPECT_EQ(v.size(), 3u);
+                        EXPECT_TRUE(v["name"].is_string() && v["size"].is_number_integer() && v["tags"].is_array());
+                        EXPECT_LE(v["tags"].size(), 3u);
+                    }
+                    ++completed;
+                } else {
+                    EXPECT_EQ(e.finish, FinishReason::Length);
+                }
             }
         }
+        EXPECT_GT(completed, 0) << "some answers end with a complete value";
     }
-    EXPECT_GT(completed, 0) << "some answers end with a complete object";
 }
 
 TEST(Runtime, ContextLimitsAndBadRequestsAreClearErrors) {

@@ -237,6 +237,48 @@ TEST_F(ToolChoiceHttp, JsonObjectFormatMakesTheAnswerOneJsonObject) {
     EXPECT_EQ(r.json_body()["text"]["format"]["type"], "json_object") << "echoed";
 }
 
+// json_schema on both APIs. The "args" model's own answer starts {"cmd":"echo hi"}: with a schema of one
+// string "cmd" it is kept up to where the object closes; with a schema it knows nothing of (an integer, a
+// boolean and an enum, all required, nothing else allowed) the answer still fits it. Streamed as not.
+TEST_F(ToolChoiceHttp, JsonSchemaFormatMakesTheAnswerFitTheSchema) {
+    const json cmd = {{"type", "object"}, {"properties", {{"cmd", {{"type", "string"}}}}}, {"required", {"cmd"}}, {"additionalProperties", false}};
+    json chat = {{"model", "args"}, {"messages", {{{"role", "user"}, {"content", "JSON please."}}}}, {"max_tokens", 64}, {"temperature", 0},
+                 {"response_format", {{"type", "json_schema"}, {"json_schema", {{"name", "command"}, {"strict", true}, {"schema", cmd}}}}}};
+    HttpResult c = post_json(port(), "/v1/chat/completions", chat);
+    ASSERT_EQ(c.status, 200) << c.body;
+    const json choice = c.json_body()["choices"][0];
+    const std::string text = choice["message"]["content"];
+    ASSERT_TRUE(json::accept(text)) << text;
+    EXPECT_TRUE(json::parse(text)["cmd"].is_string()) << text;
+    EXPECT_EQ(json::parse(text).size(), 1u) << text;
+    EXPECT_TRUE(text.starts_with("{\"cmd\":\"echo hi")) << text;
+    EXPECT_EQ(choice["finish_reason"], "stop");
+
+    const json other = json::parse(R"({"type": "object", "additionalProperties": false, "required": ["answer", "ok", "why"],
+        "properties": {"answer": {"type": "integer"}, "ok": {"type": "boolean"}, "why": {"enum": ["x", "yy"]}}})");
+    json resp = {{"model", "args"}, {"input", "JSON please."}, {"max_output_tokens", 64}, {"temperature", 0},
+                 {"text", {{"format", {{"type", "json_schema"}, {"name", "other"}, {"schema", other}}}}}};
+    HttpResult r = post_json(port(), "/v1/responses", resp);
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(r.json_body()["status"], "completed") << r.body;
+    const std::string answer = r.json_body()["output"][0]["content"][0]["text"];
+    ASSERT_TRUE(json::accept(answer)) << answer;
+    const json obj = json::parse(answer);
+    EXPECT_EQ(obj.size(), 3u) << answer;
+    EXPECT_TRUE(obj["answer"].is_number_integer()) << answer;
+    EXPECT_TRUE(obj["ok"].is_boolean()) << answer;
+    EXPECT_TRUE(obj["why"] == "x" || obj["why"] == "yy") << answer;
+    EXPECT_EQ(r.json_body()["text"]["format"]["name"], "other") << "echoed";
+
+    resp["stream"] = true;
+    SseResult s = sse(port(), "/v1/responses", resp);
+    ASSERT_EQ(s.status, 200);
+    std::string streamed;
+    for (const SseEvent& e : s.events)
+        if (e.event == "response.output_text.delta") streamed += json::parse(e.data)["delta"].get<std::string>();
+    EXPECT_EQ(streamed, answer);
+}
+
 TEST_F(ToolChoiceHttp, AFunctionNotAmongTheToolsOrAnUnknownFormIs400) {
     const json bad[] = {json{{"type", "function"}, {"name", "nope"}}, json("sometimes"), json{{"type", "file_search"}}};
     for (const json& tc : bad) {

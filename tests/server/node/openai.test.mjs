@@ -170,7 +170,7 @@ test('a wrong key is an AuthenticationError', async () => {
   await assert.rejects(bad.responses.create({ model: model(), input: 'x' }), (e) => e.status === 401);
 });
 
-test('json_object output through the SDK: a parseable object on both APIs; json_schema is a clear 400', async () => {
+test('json_object output through the SDK: a parseable object on both APIs', async () => {
   const messages = [{ role: 'user', content: 'JSON please.' }];
   const free = await client.chat.completions.create({ model: 'args', messages, temperature: 0, max_tokens: 64 });
   assert.throws(() => JSON.parse(free.choices[0].message.content), 'left alone the answer is not JSON');
@@ -185,10 +185,33 @@ test('json_object output through the SDK: a parseable object on both APIs; json_
     model: 'args', input: 'JSON please.', temperature: 0, max_output_tokens: 64, text: { format: { type: 'json_object' } },
   });
   assert.equal(r.output_text, c.choices[0].message.content, 'the same constrained draw on both APIs');
-  const schema = { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'object', properties: {} } } };
+});
+
+test('json_schema output through the SDK parse helpers: Chat message.parsed, Responses output_parsed', async () => {
+  const schema = {
+    type: 'object', additionalProperties: false, required: ['answer', 'ok', 'why'],
+    properties: { answer: { type: 'integer' }, ok: { type: 'boolean' }, why: { enum: ['x', 'yy'] } },
+  };
+  const fits = (o) => Number.isInteger(o.answer) && typeof o.ok === 'boolean' && ['x', 'yy'].includes(o.why)
+    && Object.keys(o).length === 3;
+  const c = await client.chat.completions.parse({
+    model: 'args', messages: [{ role: 'user', content: 'JSON please.' }], temperature: 0, max_tokens: 64,
+    response_format: { type: 'json_schema', json_schema: { name: 'verdict', strict: true, schema } },
+  });
+  assert.equal(c.choices[0].finish_reason, 'stop');
+  const parsed = c.choices[0].message.parsed;
+  assert.ok(parsed && fits(parsed), JSON.stringify(parsed));
+  const r = await client.responses.parse({
+    model: 'args', input: 'JSON please.', temperature: 0, max_output_tokens: 64,
+    text: { format: { type: 'json_schema', name: 'verdict', strict: true, schema } },
+  });
+  assert.ok(r.output_parsed && fits(r.output_parsed), JSON.stringify(r.output_parsed));
   await assert.rejects(
-    client.chat.completions.create({ model: 'args', messages, response_format: schema }),
-    (e) => e.status === 400 && /json_schema/.test(e.message),
+    client.responses.create({
+      model: 'args', input: 'x',
+      text: { format: { type: 'json_schema', name: 'zip', schema: { type: 'object', properties: { zip: { type: 'string', pattern: '^[0-9]{5}$' } } } } },
+    }),
+    (e) => e.status === 400 && e.param === 'text.format.schema.properties.zip.pattern',
   );
 });
 

@@ -57,7 +57,7 @@ class JsonSchemaPrefix {
 public:
     static constexpr int kMaxWhitespace = JsonPrefix::kMaxWhitespace;
     static constexpr int kMaxDepth = 64;    // nested values (a recursive schema could otherwise go on forever)
-    static constexpr int kMaxThreads = 32;  // readings kept alive at once
+    static constexpr int kMaxThreads = 64;  // readings kept alive at once
 
     explicit JsonSchemaPrefix(std::shared_ptr<const JsonSchema> schema);
 

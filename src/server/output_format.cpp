@@ -19,6 +19,7 @@ const std::set<std::string> kEnforced = {"type", "properties", "required", "addi
 const std::set<std::string> kTypes = {"object", "array", "string", "number", "integer", "boolean", "null"};
 constexpr int kMaxSchemaDepth = 64;
 constexpr size_t kMaxNodes = 4096;
+constexpr int64_t kMaxReadings = 256;  // (the recogniser keeps the first kMaxThreads that survive a byte)
 
 [[noreturn]] void unsupported(const std::string& at, const std::string& what) {
     throw bad_request("Invalid schema for '" + at + "': " + what, at, "invalid_json_schema");
@@ -43,13 +44,35 @@ public:
         out_->root = compile(root_, param_, 0);
         if (out_->nodes[out_->root].kind != Kind::Object)
             unsupported(param_, "the root must be an object (\"type\": \"object\").");
+        std::vector<uint8_t> state(out_->nodes.size(), 0);
+        std::vector<int64_t> readings(out_->nodes.size(), 0);
+        for (size_t n = 0; n < out_->nodes.size(); ++n)
+            if (expansions(static_cast<int>(n), state, readings) > kMaxReadings)
+                unsupported(where_[n], "its alternatives (anyOf, type lists) nest into more than " + std::to_string(kMaxReadings) +
+                                           " readings of one value.");
         return out_;
     }
 
 private:
     int add(JsonSchemaNode n, const std::string& at) {
         if (out_->nodes.size() >= kMaxNodes) unsupported(at, "the schema is too large (" + std::to_string(kMaxNodes) + " nodes at most).");
+        where_.resize(out_->nodes.size());
+        where_.push_back(at);
         return out_->add(std::move(n));
+    }
+
+    // How many readings a value of node `n` starts (alternatives within alternatives are all followed at the
+    // value's first byte). A loop through alternatives alone (a: anyOf [$ref a, …]) would never end: refused.
+    int64_t expansions(int n, std::vector<uint8_t>& state, std::vector<int64_t>& readings) const {
+        const JsonSchemaNode& node = out_->nodes[n];
+        if (node.kind != Kind::AnyOf) return 1;
+        if (state[n] == 1) unsupported(where_[n], "its alternatives refer back to themselves before any value starts.");
+        if (state[n] == 2) return readings[n];
+        state[n] = 1;
+        int64_t sum = 0;
+        for (int o : node.options) sum = std::min<int64_t>(sum + expansions(o, state, readings), int64_t{1} << 40);
+        state[n] = 2;
+        return readings[n] = sum;
     }
 
     int compile(const json& s, const std::string& at, int depth) {
@@ -106,6 +129,13 @@ private:
         return add(std::move(n), at);
     }
 
+    // A property's key is written without escapes (the recogniser compares its bytes), so a name that would
+    // need one could never be written.
+    static void check_name(const std::string& name, const std::string& at) {
+        if (std::any_of(name.begin(), name.end(), [](char c) { return c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20; }))
+            unsupported(at, "property name " + json(name).dump() + " has a character JSON must escape: not supported.");
+    }
+
     // enum / const (with an optional type, which must fit the values: those that do not are left out).
     int enumeration(const json& s, const std::vector<std::string>& types, const std::string& at) {
         for (const auto& [k, v] : s.items())
@@ -136,6 +166,7 @@ private:
             if (const json* p = field(s, "properties")) {
                 if (!p->is_object()) wrong_type(at + ".properties", "an object");
                 for (const auto& [name, sub] : p->items()) {
+                    check_name(name, at + ".properties");
                     n.names.push_back(name);
                     n.props.push_back(compile(sub, at + ".properties." + name, depth + 1));
                 }
@@ -146,6 +177,7 @@ private:
                     if (!name.is_string()) wrong_type(at + ".required", "an array of property names");
                     auto it = std::find(n.names.begin(), n.names.end(), name.get<std::string>());
                     if (it == n.names.end()) {  // required but not described: any value
+                        check_name(name.get<std::string>(), at + ".required");
                         n.names.push_back(name.get<std::string>());
                         n.props.push_back(0);
                         it = n.names.end() - 1;
@@ -199,6 +231,7 @@ private:
     std::string param_;
     std::shared_ptr<JsonSchema> out_;
     std::map<std::string, int> refs_;
+    std::vector<std::string> where_;  // each node's place in the request, for errors
 };
 
 }  // namespace

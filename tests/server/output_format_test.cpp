@@ -78,6 +78,19 @@ TEST(OutputFormat, SchemasFlintCannotEnforceAre400sNamingWhere) {
         EXPECT_EQ(e.param, c.param) << c.schema.dump() << ": " << e.message;
         EXPECT_FALSE(e.message.empty());
     }
+    // Alternatives that loop back to themselves, or nest into too many readings; a key JSON must escape.
+    const json loop = json::parse(R"({"type": "object", "properties": {"a": {"$ref": "#/$defs/x"}},
+                                     "$defs": {"x": {"anyOf": [{"$ref": "#/$defs/x"}, {"type": "string"}]}}})");
+    EXPECT_EQ(error_of(responses_schema(loop)).param, "text.format.schema.properties.a.$ref");
+    json wide_alt = {{"type", "string"}};
+    for (int i = 0; i < 9; ++i) wide_alt = {{"anyOf", {wide_alt, wide_alt}}};  // 2^9 = 512 readings
+    const ApiError blowup = error_of(responses_schema({{"type", "object"}, {"properties", {{"a", wide_alt}}}}));
+    EXPECT_EQ(blowup.status, 400);
+    EXPECT_NE(blowup.message.find("readings"), std::string::npos) << blowup.message;
+    EXPECT_EQ(error_of(responses_schema({{"type", "object"}, {"properties", {{"a\"b", {{"type", "string"}}}}}})).param,
+              "text.format.schema.properties");
+    EXPECT_EQ(error_of(responses_schema({{"type", "object"}, {"required", {"a\\b"}}})).param, "text.format.schema.required");
+
     // Too deep, and too many properties in one object.
     json deep = {{"type", "object"}};
     for (int i = 0; i < 80; ++i) deep = {{"type", "object"}, {"properties", {{"a", deep}}}};

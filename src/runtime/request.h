@@ -39,6 +39,8 @@ struct GenerationRequest {
     std::shared_ptr<const JsonSchema> json_schema;  // set: the output must be JSON that fits it (JsonSchema::
                                           // any_object() for "json_object"): constrained sampling, no drafts;
                                           // the answer ends (Stop) when the value is complete
+    int32_t json_call_token = -1;         // with json_schema: a control token allowed as the first one of the answer,
+                                          // which then goes on unconstrained (the tool-call opener: a call or JSON)
     std::string tag;                      // free text for logs and metrics (e.g. the response id)
 };
 

@@ -247,12 +247,15 @@ struct Runtime::Impl {
         return !s.finished;
     }
 
-    // A json_object / json_schema sequence's next token: drawn as plain sampling draws it, except that a draw whose bytes
-    // cannot continue the JSON text is masked out of the row and drawn again; after a few such refusals
-    // every token that cannot continue is masked before the last draw. Control tokens (end of turn
-    // included) never fit: the answer ends when the object is complete. Nothing fits → the request fails.
+    // A json_object / json_schema sequence's next token: drawn as plain sampling draws it, except that a
+    // draw whose bytes cannot continue the JSON text is masked out of the row and drawn again; after a few
+    // such refusals every token that cannot continue is masked before the last draw. Control tokens (end of
+    // turn included) never fit: the answer ends when the value is complete. Nothing fits → the request
+    // fails. The one exception, json_call_token as the answer's first token, lifts the constraint.
     Sampled sample_json(Sequence& s, float* row) {
+        const int32_t call = s.output.empty() ? s.req().json_call_token : -1;
         auto fits = [&](int32_t t) {
+            if (t == call && t >= 0) return true;
             if (t < 0 || t >= tok.n_vocab() || tok.is_special(t)) return false;  // (model rows past the vocab: padding)
             return s.json->accepts(tok.piece(t));
         };
@@ -264,7 +267,8 @@ struct Runtime::Impl {
                     if (!fits(t)) row[t] = -std::numeric_limits<float>::infinity();
             x = s.sampler->sample(row, s.tokens);
             if (fits(x.token)) {
-                s.json->feed(tok.piece(x.token));
+                if (x.token == call) s.json.reset();  // a tool call, not JSON text
+                else s.json->feed(tok.piece(x.token));
                 return x;
             }
             row[x.token] = -std::numeric_limits<float>::infinity();

@@ -88,6 +88,14 @@ static void ban_tool_calls(const ModelEntry& m, const json& tool_choice, const j
     if (auto id = m.tokenizer->find_token(kToolOpen)) s.logit_bias.push_back({*id, -std::numeric_limits<float>::infinity()});
 }
 
+// With tools the model may call (tool_choice "auto"), a JSON-constrained answer may instead be a call: the
+// call's opening token is allowed as its first token (the format then applies to the answer that follows
+// the tool's output, as with OpenAI's models).
+static int32_t json_call_token(const ModelEntry& m, const json& tool_choice, const json& tools) {
+    if (tool_choice == "none" || !tools.is_array() || tools.empty()) return -1;
+    return m.tokenizer->find_token(kToolOpen).value_or(-1);
+}
+
 // tool_choice's forced start of a call (conversation.h), after the rendered prompt.
 static void append_forced_prefix(const ModelEntry& m, std::vector<int32_t>& prompt, const std::string& prefix) {
     if (prefix.empty()) return;
@@ -139,6 +147,7 @@ PreparedResponse prepare_response(ServerState& st, ResponsesRequest req, const A
     }
     p.gen.generate = req.generate;
     p.gen.json_schema = forced.empty() ? req.format : nullptr;  // a forced call is the answer: no content to constrain
+    p.gen.json_call_token = json_call_token(m, req.tool_choice, req.tools);
     ban_tool_calls(m, req.tool_choice, req.tools, p.gen.sampling);
     p.gen.priority = req.service_tier == "flex" ? Priority::Background : Priority::Interactive;
     p.gen.prediction = prediction_tokens(m, req.prediction);
@@ -170,6 +179,7 @@ PreparedCompletion prepare_chat(ServerState& st, const ChatRequest& req, const A
     p.gen.stop = req.p.stop;
     p.gen.prediction = prediction_tokens(m, req.p.prediction);
     p.gen.json_schema = p.forced_prefix.empty() ? req.p.format : nullptr;  // (as in prepare_response)
+    p.gen.json_call_token = json_call_token(m, req.tool_choice, req.tools);
     check_logit_bias(m, req.p.logit_bias);
     p.gen.sampling.logit_bias = req.p.logit_bias;
     ban_tool_calls(m, req.tool_choice, req.tools, p.gen.sampling);

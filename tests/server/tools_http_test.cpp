@@ -138,11 +138,13 @@ protected:
         FLINT_REQUIRE_SHARED("models/stories260K.gguf");
         server_ = std::make_unique<TestServer>();
         const std::string base = (std::filesystem::temp_directory_path() / ("flint-choice-" + std::to_string(::getpid()))).string();
-        paths_ = {base + "-args.gguf", base + "-pick.gguf"};
+        paths_ = {base + "-args.gguf", base + "-pick.gguf", base + "-caller.gguf"};
         write_scripted_model({.script = "{\"cmd\":\"echo hi\"}}\n</tool_call>", .ctx = 4096}, paths_[0]);
         write_scripted_model({.script = "exec_command\",\"arguments\":{}}\n</tool_call>", .ctx = 4096}, paths_[1]);
+        write_scripted_model({.script = kCall, .ctx = 4096}, paths_[2]);  // a call, first thing
         ASSERT_EQ(post_json(port(), "/v1/models", {{"path", paths_[0]}, {"id", "args"}}).status, 201);
         ASSERT_EQ(post_json(port(), "/v1/models", {{"path", paths_[1]}, {"id", "pick"}}).status, 201);
+        ASSERT_EQ(post_json(port(), "/v1/models", {{"path", paths_[2]}, {"id", "caller"}}).status, 201);
     }
     void TearDown() override {
         server_.reset();
@@ -277,6 +279,46 @@ TEST_F(ToolChoiceHttp, JsonSchemaFormatMakesTheAnswerFitTheSchema) {
     for (const SseEvent& e : s.events)
         if (e.event == "response.output_text.delta") streamed += json::parse(e.data)["delta"].get<std::string>();
     EXPECT_EQ(streamed, answer);
+}
+
+// A JSON format with tools the model may call: the answer is JSON text or a call (as an agent loop with an
+// output schema needs: Codex's --output-schema sends the format on every request of the turn). The
+// "caller" model answers with a call straight away; without tools, or with tool_choice "none", its answer
+// is JSON instead.
+TEST_F(ToolChoiceHttp, WithToolsAJsonFormattedAnswerMayBeACall) {
+    const json schema = {{"type", "object"}, {"properties", {{"cmd", {{"type", "string"}}}}}, {"required", {"cmd"}}, {"additionalProperties", false}};
+    json req = {{"model", "caller"}, {"input", "Run echo."}, {"tools", kTools}, {"max_output_tokens", 48}, {"temperature", 0},
+                {"text", {{"format", {{"type", "json_schema"}, {"name", "x"}, {"schema", schema}}}}}};
+    HttpResult r = post_json(port(), "/v1/responses", req);
+    ASSERT_EQ(r.status, 200) << r.body;
+    json out = r.json_body()["output"];
+    ASSERT_EQ(out.size(), 1u) << out.dump();
+    EXPECT_EQ(out[0]["type"], "function_call") << out.dump();
+    EXPECT_EQ(json::parse(out[0]["arguments"].get<std::string>()), json({{"cmd", "echo flint-tool-ran"}}));
+
+    for (const char* variant : {"no tools", "tool_choice none"}) {
+        json q = req;
+        if (std::string(variant) == "no tools") q.erase("tools");
+        else q["tool_choice"] = "none";
+        r = post_json(port(), "/v1/responses", q);
+        ASSERT_EQ(r.status, 200) << r.body;
+        out = r.json_body()["output"];
+        ASSERT_EQ(out[0]["type"], "message") << variant << ": " << out.dump();
+        // Out of its script this model rambles inside the string (it may not close it in 48 tokens): what
+        // matters is that the answer is the constrained JSON, not a call.
+        const std::string text = out[0]["content"][0]["text"];
+        EXPECT_TRUE(text.starts_with("{\"cmd\":")) << variant << ": " << text;
+        EXPECT_EQ(text.find("tool_call"), std::string::npos) << variant << ": " << text;
+    }
+
+    json chat = {{"model", "caller"}, {"messages", {{{"role", "user"}, {"content", "Run echo."}}}}, {"tools", chat_tools()},
+                 {"max_tokens", 48}, {"temperature", 0}, {"response_format", {{"type", "json_object"}}}};
+    HttpResult c = post_json(port(), "/v1/chat/completions", chat);
+    ASSERT_EQ(c.status, 200) << c.body;
+    const json choice = c.json_body()["choices"][0];
+    EXPECT_EQ(choice["finish_reason"], "tool_calls") << c.body;
+    ASSERT_EQ(choice["message"]["tool_calls"].size(), 1u) << c.body;
+    EXPECT_EQ(choice["message"]["tool_calls"][0]["function"]["name"], "exec_command");
 }
 
 TEST_F(ToolChoiceHttp, AFunctionNotAmongTheToolsOrAnUnknownFormIs400) {

@@ -9,7 +9,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -123,6 +123,25 @@ test('codex exec resume continues a thread with its history', async () => {
   // history went with the resumed turn.
   assert.deepEqual(commands(r), [], why(r));
   assert.deepEqual(answers(r), [ANSWER], why(r));
+});
+
+test('codex exec --output-schema: the tool is still called, and the final answer fits the schema', async () => {
+  // Codex sends the schema as text.format on every request of the turn; flint lets the answer be a call or
+  // JSON that fits. The scripted model's own final words are not JSON: constrained, they are.
+  const schema = {
+    type: 'object', additionalProperties: false, required: ['status'],
+    properties: { status: { type: 'string', enum: ['done', 'failed'] } },
+  };
+  const file = join(dir, 'schema.json');
+  writeFileSync(file, JSON.stringify(schema));
+  const r = await codex(['--output-schema', file, 'Print something.'], { websocket: true });
+  assert.equal(r.code, 0, why(r));
+  assert.equal(commands(r).length, 1, why(r));
+  const final = answers(r);
+  assert.equal(final.length, 1, why(r));
+  const parsed = JSON.parse(final[0]);
+  assert.deepEqual(Object.keys(parsed), ['status'], why(r));
+  assert.ok(['done', 'failed'].includes(parsed.status), why(r));
 });
 
 test('a wrong key: Codex reports the server\'s 401 and its message', async () => {

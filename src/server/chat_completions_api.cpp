@@ -54,8 +54,7 @@ void parse_params(const json& body, CompletionParams& p, int64_t default_max) {
             p.logit_bias.push_back({static_cast<int32_t>(id), b <= -100 ? -std::numeric_limits<float>::infinity() : static_cast<float>(b)});
         }
     }
-    if (auto n = opt_int(body, "n", "n", 1, 128); n && *n != 1)
-        throw bad_request("Invalid 'n': this server generates one choice per request (n = 1).", "n", "invalid_value");
+    p.n = static_cast<int>(opt_int(body, "n", "n", 1, kMaxChoices).value_or(1));
     p.prediction = parse_prediction(body);
     if (const json* f = field(body, "response_format")) p.format = output_format(*f, "response_format", FormatApi::Chat);
 }
@@ -174,27 +173,30 @@ std::string finish_reason_string(FinishReason f, bool tool_calls) {
     return "stop";
 }
 
-json chat_completion_object(const std::string& id, const std::string& model, int64_t created, const std::string& content,
-                            const json& tool_calls, const std::string& finish_reason, const Usage& u, const json& logprobs) {
+json chat_choice(int index, const std::string& content, const json& tool_calls, const std::string& finish_reason, const json& logprobs) {
     json msg = {{"role", "assistant"}, {"content", content}, {"refusal", nullptr}};
     if (tool_calls.is_array() && !tool_calls.empty()) msg["tool_calls"] = tool_calls;
+    return {{"index", index}, {"message", msg}, {"logprobs", logprobs}, {"finish_reason", finish_reason}};
+}
+
+json chat_completion_object(const std::string& id, const std::string& model, int64_t created, const json& choices, const Usage& u) {
     return {{"id", id},
             {"object", "chat.completion"},
             {"created", created},
             {"model", model},
             {"system_fingerprint", "flint"},
-            {"choices", json::array({{{"index", 0}, {"message", msg}, {"logprobs", logprobs}, {"finish_reason", finish_reason}}})},
+            {"choices", choices},
             {"usage", chat_usage(u)}};
 }
 
-json chat_chunk(const std::string& id, const std::string& model, int64_t created, const json& delta, const json& finish_reason,
-                const json& logprobs) {
+json chat_chunk(const std::string& id, const std::string& model, int64_t created, int index, const json& delta,
+                const json& finish_reason, const json& logprobs) {
     return {{"id", id},
             {"object", "chat.completion.chunk"},
             {"created", created},
             {"model", model},
             {"system_fingerprint", "flint"},
-            {"choices", json::array({{{"index", 0}, {"delta", delta}, {"logprobs", logprobs}, {"finish_reason", finish_reason}}})}};
+            {"choices", json::array({{{"index", index}, {"delta", delta}, {"logprobs", logprobs}, {"finish_reason", finish_reason}}})}};
 }
 
 json chat_usage_chunk(const std::string& id, const std::string& model, int64_t created, const Usage& u) {
@@ -202,24 +204,21 @@ json chat_usage_chunk(const std::string& id, const std::string& model, int64_t c
             {"system_fingerprint", "flint"}, {"choices", json::array()}, {"usage", chat_usage(u)}};
 }
 
-json completion_object(const std::string& id, const std::string& model, int64_t created, const std::string& text,
-                       const std::string& finish_reason, const Usage& u, const json& logprobs) {
-    json usage = chat_usage(u);
-    return {{"id", id},
-            {"object", "text_completion"},
-            {"created", created},
-            {"model", model},
-            {"choices", json::array({{{"index", 0}, {"text", text}, {"logprobs", logprobs}, {"finish_reason", finish_reason}}})},
-            {"usage", usage}};
+json completion_choice(int index, const std::string& text, const json& finish_reason, const json& logprobs) {
+    return {{"index", index}, {"text", text}, {"logprobs", logprobs}, {"finish_reason", finish_reason}};
 }
 
-json completion_chunk(const std::string& id, const std::string& model, int64_t created, const std::string& text,
+json completion_object(const std::string& id, const std::string& model, int64_t created, const json& choices, const Usage& u) {
+    return {{"id", id}, {"object", "text_completion"}, {"created", created}, {"model", model}, {"choices", choices}, {"usage", chat_usage(u)}};
+}
+
+json completion_chunk(const std::string& id, const std::string& model, int64_t created, int index, const std::string& text,
                       const json& finish_reason, const json& logprobs) {
     return {{"id", id},
             {"object", "text_completion"},
             {"created", created},
             {"model", model},
-            {"choices", json::array({{{"index", 0}, {"text", text}, {"logprobs", logprobs}, {"finish_reason", finish_reason}}})}};
+            {"choices", json::array({completion_choice(index, text, finish_reason, logprobs)})}};
 }
 
 json legacy_logprobs() {

@@ -29,7 +29,9 @@ struct CompletionParams {
     std::optional<std::string> prediction;
     std::shared_ptr<const JsonSchema> format;  // response_format json_object / json_schema (null: text)
     std::vector<std::pair<int32_t, float>> logit_bias;  // token id → bias (-100 → banned: -inf)
+    int n = 1;                                          // choices to generate (1..kMaxChoices)
 };
+constexpr int kMaxChoices = 16;
 
 struct ChatRequest {
     CompletionParams p;
@@ -54,16 +56,17 @@ json chat_usage(const Usage& u);
 std::string finish_reason_string(FinishReason f, bool tool_calls);
 
 // Chat objects. `tool_calls` (may be empty) are in the Chat shape [{id,type,function:{name,arguments}}].
-json chat_completion_object(const std::string& id, const std::string& model, int64_t created, const std::string& content,
-                            const json& tool_calls, const std::string& finish_reason, const Usage& u, const json& logprobs);
-json chat_chunk(const std::string& id, const std::string& model, int64_t created, const json& delta,
+// A completion holds one choice per `n`, each made by chat_choice; a chunk carries one choice's delta.
+json chat_choice(int index, const std::string& content, const json& tool_calls, const std::string& finish_reason, const json& logprobs);
+json chat_completion_object(const std::string& id, const std::string& model, int64_t created, const json& choices, const Usage& u);
+json chat_chunk(const std::string& id, const std::string& model, int64_t created, int index, const json& delta,
                 const json& finish_reason, const json& logprobs);
 json chat_usage_chunk(const std::string& id, const std::string& model, int64_t created, const Usage& u);
 
-// `logprobs`: null, or the legacy object below.
-json completion_object(const std::string& id, const std::string& model, int64_t created, const std::string& text,
-                       const std::string& finish_reason, const Usage& u, const json& logprobs = nullptr);
-json completion_chunk(const std::string& id, const std::string& model, int64_t created, const std::string& text,
+// Legacy completions: `logprobs` null, or the legacy object below.
+json completion_choice(int index, const std::string& text, const json& finish_reason, const json& logprobs);
+json completion_object(const std::string& id, const std::string& model, int64_t created, const json& choices, const Usage& u);
+json completion_chunk(const std::string& id, const std::string& model, int64_t created, int index, const std::string& text,
                       const json& finish_reason, const json& logprobs = nullptr);
 
 // The legacy Completions logprobs object: parallel arrays over a choice's (or a chunk's) tokens —

@@ -112,11 +112,11 @@ struct SseWriter {
 // That is the stream that "never ended" with 2 I/O threads (tests/server/stream_end_test.cpp).
 class ClientWatch {
 public:
-    ClientWatch(HttpContext& c, Runtime& rt, uint64_t rid) : c_(c) {
+    ClientWatch(HttpContext& c, Runtime& rt, std::vector<uint64_t> rids) : c_(c) {
         state_ = std::make_shared<State>();
         state_->signal = std::make_shared<Signal>(c.stream.get_executor());
         state_->running = true;
-        net::co_spawn(c.stream.get_executor(), watch(c.stream.socket(), state_, &rt, rid, &c.st.metrics), net::detached);
+        net::co_spawn(c.stream.get_executor(), watch(c.stream.socket(), state_, &rt, std::move(rids), &c.st.metrics), net::detached);
     }
     bool gone() const { return state_->gone; }
     // Ends the watch before the socket is used for anything else (the next request, a reply).
@@ -136,7 +136,7 @@ private:
         bool gone = false;
         bool stop = false;
     };
-    static net::awaitable<void> watch(tcp::socket& sock, std::shared_ptr<State> st, Runtime* rt, uint64_t rid, Metrics* m) {
+    static net::awaitable<void> watch(tcp::socket& sock, std::shared_ptr<State> st, Runtime* rt, std::vector<uint64_t> rids, Metrics* m) {
         if (!st->stop) {
             char b;
             boost::system::error_code ec;
@@ -145,7 +145,7 @@ private:
             // Bytes (a pipelined request) end the watch quietly; EOF or a reset means the client is gone.
             if (!st->stop && ec && ec != net::error::operation_aborted) {
                 st->gone = true;
-                rt->cancel(rid);
+                for (uint64_t rid : rids) rt->cancel(rid);
                 ++m->disconnects;
             }
         }
@@ -171,56 +171,109 @@ void store_if_asked(ServerState& st, const ResponseRecord& rec) {
     }
 }
 
-// One generation being answered: the engine request, its in-flight registration, the client watch and the
-// SSE writer (used when streaming). drain() is the event loop the three endpoints share.
+// Queues a request's choices on the engine (Chat Completions and legacy Completions `n`). n > 1: the
+// prompt is prefilled once, by a warm-up (generate:false) whose KV the prefix cache keeps, and the choices
+// start from it, each computing only the prompt's last token; its usage goes to `warm`. Choice i samples
+// with the seed + i, so a seeded request is reproducible and its choices differ (greedy ones do not).
+net::awaitable<std::vector<uint64_t>> submit_choices(HttpContext& c, Runtime& rt, GenerationRequest gen, int n,
+                                                     EventChannel& chan, std::optional<Usage>& warm) {
+    if (n > 1) {
+        GenerationRequest w = gen;
+        w.generate = false;
+        auto wchan = std::make_shared<EventChannel>(co_await net::this_coro::executor, c.st.metrics);
+        submit(rt, w, *wchan);
+        for (bool done = false; !done;) {
+            std::vector<TimedEvent> batch = co_await wchan->next();
+            for (const TimedEvent& ev : batch) {
+                if (!ev.done) continue;
+                if (ev.finish == FinishReason::Error) throw server_error("The prompt's prefill failed: " + ev.error);
+                warm = ev.usage;
+                done = true;
+            }
+        }
+    }
+    std::vector<uint64_t> rids;
+    const uint64_t seed = gen.sampling.seed;
+    try {
+        for (int i = 0; i < n; ++i) {
+            gen.sampling.seed = seed + static_cast<uint64_t>(i);
+            rids.push_back(submit(rt, gen, chan));
+        }
+    } catch (...) {  // (the engine refused one: the others must not run for nobody)
+        for (uint64_t r : rids) rt.cancel(r);
+        throw;
+    }
+    co_return rids;
+}
+
+// The usage of a request's choices: the prompt once (with n > 1, what the shared prefill found cached),
+// the completions summed.
+Usage combined_usage(const std::vector<Event>& finals, const std::optional<Usage>& warm) {
+    Usage u = finals[0].usage;
+    if (warm) u.cached_tokens = warm->cached_tokens;
+    for (size_t i = 1; i < finals.size(); ++i) {
+        u.completion_tokens += finals[i].usage.completion_tokens;
+        u.accepted_prediction_tokens += finals[i].usage.accepted_prediction_tokens;
+        u.rejected_prediction_tokens += finals[i].usage.rejected_prediction_tokens;
+    }
+    return u;
+}
+
+// One generation being answered: the engine requests (one per choice), the in-flight registration, the
+// client watch and the SSE writer (used when streaming). drain() is the event loop the three endpoints share.
 struct Generation {
     HttpContext& c;
     Runtime& rt;
     std::shared_ptr<EventChannel> chan;
-    uint64_t rid;
+    std::vector<uint64_t> rids;  // choice i's engine request
     bool stream;
+    std::optional<Usage> warm;   // n > 1: the shared prefill's usage (submit_choices)
     InFlight live;
     ClientWatch watch;
     SseWriter sse;
 
-    Generation(HttpContext& ctx, Runtime& r, std::shared_ptr<EventChannel> ch, uint64_t id, bool streaming, std::string live_id,
-               LiveResponse l)
-        : c(ctx), rt(r), chan(std::move(ch)), rid(id), stream(streaming), live(ctx.st, std::move(live_id), std::move(l)),
-          watch(ctx, r, id), sse{ctx} {}
+    Generation(HttpContext& ctx, Runtime& r, std::shared_ptr<EventChannel> ch, std::vector<uint64_t> ids, bool streaming,
+               std::string live_id, LiveResponse l, std::optional<Usage> warm_usage = std::nullopt)
+        : c(ctx), rt(r), chan(std::move(ch)), rids(std::move(ids)), stream(streaming), warm(warm_usage),
+          live(ctx.st, std::move(live_id), std::move(l)), watch(ctx, r, rids), sse{ctx} {}
 
-    // Until the engine's final event: `render(event)` returns the SSE text for it ("" when there is
-    // nothing to send); `finished(final)` runs once the final event is in, before its text is written —
+    // Which choice an event belongs to.
+    int index_of(uint64_t rid) const { return static_cast<int>(std::find(rids.begin(), rids.end(), rid) - rids.begin()); }
+
+    // Until every choice's final event: `render(event)` returns the SSE text for it ("" when there is
+    // nothing to send); `finished(final)` runs once the final events are in, before their text is written —
     // the Responses endpoint stores the response there, so a client reacting to response.completed
     // finds it. A failed write (the client went away) cancels the generation, and draining goes on
-    // until the engine confirms, so nothing is left running.
+    // until the engine confirms, so nothing is left running. Returns the final events, by choice.
     template <class Render, class Finished>
-    net::awaitable<Event> drain(Render render, Finished finished) {
-        Event final_ev;
-        for (bool done = false; !done;) {
+    net::awaitable<std::vector<Event>> drain(Render render, Finished finished) {
+        std::vector<Event> finals(rids.size());
+        size_t n_done = 0;
+        while (n_done < rids.size()) {
             std::vector<TimedEvent> batch = co_await chan->next();
             std::string out;
             for (const TimedEvent& ev : batch) {
                 out += render(ev);
                 if (ev.done) {
-                    final_ev = ev;
-                    done = true;
+                    finals[index_of(ev.request_id)] = ev;
+                    ++n_done;
                 }
             }
-            if (done) {
+            if (n_done == rids.size()) {
                 co_await watch.stop();
-                account(c.st, c.key, final_ev.usage);
-                finished(final_ev);
+                account(c.st, c.key, combined_usage(finals, warm));
+                finished(finals[0]);
                 live.finish();
             }
             if (!stream) continue;
             const bool was_gone = sse.gone;
             co_await sse.chunk(out);
             if (sse.gone && !was_gone && !watch.gone()) {
-                rt.cancel(rid);
+                for (uint64_t rid : rids) rt.cancel(rid);
                 ++c.st.metrics.disconnects;
             }
         }
-        co_return final_ev;
+        co_return finals;
     }
 
     // After drain(): false when the client is gone (nobody to answer; the connection is not reused).
@@ -243,7 +296,7 @@ net::awaitable<void> handle_responses_create(HttpContext& c, const json& body) {
     Runtime& rt = *p.model->runtime;
     const uint64_t rid = submit(rt, p.gen, *chan);
     const bool stream = p.rec.req.stream;
-    Generation g(c, rt, chan, rid, stream, p.rec.id, LiveResponse{&rt, rid, response_object(p.rec)});
+    Generation g(c, rt, chan, std::vector<uint64_t>{rid}, stream, p.rec.id, LiveResponse{&rt, rid, response_object(p.rec)});
     ResponseEvents events(p.rec, *p.model->tokenizer);
     std::vector<json> out;
     events.start(out);
@@ -259,7 +312,8 @@ net::awaitable<void> handle_responses_create(HttpContext& c, const json& body) {
         return stream ? sse_events(out) : std::string();
     };
     auto finished = [&](const Event&) { store_if_asked(c.st, p.rec); };
-    const Event final_ev = co_await g.drain(render, finished);
+    const std::vector<Event> finals = co_await g.drain(render, finished);
+    const Event& final_ev = finals[0];
     if (!g.client_here()) co_return;
     const std::string timing = server_timing(final_ev.timings, parse_ms);
     if (stream) co_await g.sse.end(timing);
@@ -276,69 +330,86 @@ net::awaitable<void> handle_chat_completions(HttpContext& c, const json& body) {
     const bool tools = req.tools.is_array() && !req.tools.empty() && req.tool_choice != "none";
     auto chan = std::make_shared<EventChannel>(co_await net::this_coro::executor, c.st.metrics);
     Runtime& rt = *p.model->runtime;
-    const uint64_t rid = submit(rt, p.gen, *chan);
-    Generation g(c, rt, chan, rid, req.p.stream, "", {});
+    std::optional<Usage> warm;
+    std::vector<uint64_t> rids = co_await submit_choices(c, rt, p.gen, req.p.n, *chan, warm);
+    Generation g(c, rt, chan, std::move(rids), req.p.stream, "", {}, warm);
     const std::string id = make_id("chatcmpl-");
     const int64_t created = now_s();
     const std::string& model = p.model->name;
     const Tokenizer& tok = *p.model->tokenizer;
+    const int n = req.p.n;
     auto data = [](const json& j) { return "data: " + dump(j) + "\n\n"; };
     if (req.p.stream) {
         co_await g.sse.begin();
         // (Braced lists stay out of co_await expressions: GCC 12 miscompiles them in coroutines.)
         const json role = {{"role", "assistant"}, {"content", ""}};
-        const std::string first = data(chat_chunk(id, model, created, role, nullptr, nullptr));
+        std::string first;
+        for (int i = 0; i < n; ++i) first += data(chat_chunk(id, model, created, i, role, nullptr, nullptr));
         co_await g.sse.chunk(first);
     }
-    std::string text;      // the message's content: the text, without the calls
-    ToolCallStream calls;  // with tools: text shows up to a <tool_call>, the calls are parsed at the end
-    if (tools && !p.forced_prefix.empty()) calls.feed(p.forced_prefix);  // tool_choice: the call the model completes
-    json logprobs = json::array();
-    LogprobQueue pending;  // a token's entry goes out with its text, which may come later (or never)
-    auto shown_logprobs = [&](const std::string& shown) {
-        json taken = pending.take(shown, calls.in_call());  // (only fed with tools)
-        for (const json& e : taken) logprobs.push_back(e);
+    struct Choice {
+        std::string text;      // the message's content: the text, without the calls
+        ToolCallStream calls;  // with tools: text shows up to a <tool_call>, the calls are parsed at the end
+        json logprobs = json::array();
+        LogprobQueue pending;  // a token's entry goes out with its text, which may come later (or never)
+    };
+    std::vector<Choice> choices(n);
+    for (Choice& ch : choices)
+        if (tools && !p.forced_prefix.empty()) ch.calls.feed(p.forced_prefix);  // tool_choice: the call the model completes
+    auto shown_logprobs = [&](Choice& ch, const std::string& shown) {
+        json taken = ch.pending.take(shown, ch.calls.in_call());  // (only fed with tools)
+        for (const json& e : taken) ch.logprobs.push_back(e);
         return req.p.logprobs && !taken.empty() ? json{{"content", taken}} : json(nullptr);
     };
     auto render = [&](const TimedEvent& ev) {
-        if (req.p.logprobs && ev.token >= 0) pending.push(token_logprobs(tok, ev));
-        const std::string shown = tools ? calls.feed(ev.text) : ev.text;
-        const json lp = shown_logprobs(shown);
-        text += shown;
+        const int i = g.index_of(ev.request_id);
+        Choice& ch = choices[i];
+        if (req.p.logprobs && ev.token >= 0) ch.pending.push(token_logprobs(tok, ev));
+        const std::string shown = tools ? ch.calls.feed(ev.text) : ev.text;
+        const json lp = shown_logprobs(ch, shown);
+        ch.text += shown;
         if (!req.p.stream || shown.empty()) return std::string();  // empty: held back, it may start a call
-        return data(chat_chunk(id, model, created, {{"content", shown}}, nullptr, lp));
+        return data(chat_chunk(id, model, created, i, {{"content", shown}}, nullptr, lp));
     };
-    const Event final_ev = co_await g.drain(render, [](const Event&) {});
+    const std::vector<Event> finals = co_await g.drain(render, [](const Event&) {});
     if (!g.client_here()) co_return;
-    json tool_calls = json::array();
-    std::string rest;  // with tools: the held tail, a malformed call's text, text after the calls
-    json rest_lp;
-    if (tools) {
-        ParsedOutput parsed = calls.finish(req.parallel_tool_calls);
-        rest = parsed.text;
-        rest_lp = shown_logprobs(rest);
-        text += rest;
-        for (size_t i = 0; i < parsed.calls.size(); ++i)
-            tool_calls.push_back({{"index", i}, {"id", make_id("call_")}, {"type", "function"},
-                                  {"function", {{"name", parsed.calls[i].name}, {"arguments", parsed.calls[i].arguments}}}});
+    const Usage usage = combined_usage(finals, warm);
+    json done = json::array();  // non-streamed: the choices; streamed: the closing chunks
+    std::string out;
+    for (int i = 0; i < n; ++i) {
+        Choice& ch = choices[i];
+        json tool_calls = json::array();
+        std::string rest;  // with tools: the held tail, a malformed call's text, text after the calls
+        json rest_lp;
+        if (tools) {
+            ParsedOutput parsed = ch.calls.finish(req.parallel_tool_calls);
+            rest = parsed.text;
+            rest_lp = shown_logprobs(ch, rest);
+            ch.text += rest;
+            for (size_t k = 0; k < parsed.calls.size(); ++k)
+                tool_calls.push_back({{"index", k}, {"id", make_id("call_")}, {"type", "function"},
+                                      {"function", {{"name", parsed.calls[k].name}, {"arguments", parsed.calls[k].arguments}}}});
+        }
+        const std::string finish = finish_reason_string(finals[i].finish, !tool_calls.empty());
+        if (!req.p.stream) {
+            json lp = req.p.logprobs ? json{{"content", ch.logprobs}} : json(nullptr);
+            for (auto& t : tool_calls) t.erase("index");
+            done.push_back(chat_choice(i, ch.text, tool_calls, finish, lp));
+            continue;
+        }
+        if (!rest.empty()) out += data(chat_chunk(id, model, created, i, {{"content", rest}}, nullptr, rest_lp));
+        if (!tool_calls.empty()) out += data(chat_chunk(id, model, created, i, {{"tool_calls", tool_calls}}, nullptr, nullptr));
+        out += data(chat_chunk(id, model, created, i, json::object(), finish, nullptr));
     }
-    const std::string finish = finish_reason_string(final_ev.finish, !tool_calls.empty());
+    const std::string timing = server_timing(finals[0].timings, parse_ms);
     if (!req.p.stream) {
-        json lp = req.p.logprobs ? json{{"content", logprobs}} : json(nullptr);
-        for (auto& t : tool_calls) t.erase("index");
-        const json obj = chat_completion_object(id, model, created, text, tool_calls, finish, final_ev.usage, lp);
-        const std::string timing = server_timing(final_ev.timings, parse_ms);
+        const json obj = chat_completion_object(id, model, created, done, usage);
         co_await write_json(c, 200, obj, timing);
         co_return;
     }
-    std::string out;
-    if (!rest.empty()) out += data(chat_chunk(id, model, created, {{"content", rest}}, nullptr, rest_lp));
-    if (!tool_calls.empty()) out += data(chat_chunk(id, model, created, {{"tool_calls", tool_calls}}, nullptr, nullptr));
-    out += data(chat_chunk(id, model, created, json::object(), finish, nullptr));
-    if (req.p.include_usage) out += data(chat_usage_chunk(id, model, created, final_ev.usage));
+    if (req.p.include_usage) out += data(chat_usage_chunk(id, model, created, usage));
     out += "data: [DONE]\n\n";
     co_await g.sse.chunk(out);
-    const std::string timing = server_timing(final_ev.timings, parse_ms);
     co_await g.sse.end(timing);
 }
 
@@ -348,55 +419,67 @@ net::awaitable<void> handle_completions(HttpContext& c, const json& body) {
     const double parse_ms = c.elapsed_ms();
     auto chan = std::make_shared<EventChannel>(co_await net::this_coro::executor, c.st.metrics);
     Runtime& rt = *p.model->runtime;
-    const uint64_t rid = submit(rt, p.gen, *chan);
-    Generation g(c, rt, chan, rid, req.p.stream, "", {});
+    std::optional<Usage> warm;
+    std::vector<uint64_t> rids = co_await submit_choices(c, rt, p.gen, req.p.n, *chan, warm);
+    Generation g(c, rt, chan, std::move(rids), req.p.stream, "", {}, warm);
     const std::string id = make_id("cmpl-");
     const int64_t created = now_s();
     const std::string& model = p.model->name;
+    const int n = req.p.n;
     auto data = [](const json& j) { return "data: " + dump(j) + "\n\n"; };
     const Tokenizer& tok = *p.model->tokenizer;
-    std::string text = req.echo ? req.prompt : "";
+    std::string echo = req.echo ? req.prompt : "";
     if (req.echo && req.prompt_tokens) {  // the ids' text, as a text prompt would echo it: no BOS, no SPM space
         std::span<const int32_t> ids = *req.prompt_tokens;
         if (!ids.empty() && ids[0] == tok.bos()) ids = ids.subspan(1);
-        text = tok.decode(ids, /*strip_space_prefix=*/true);
+        echo = tok.decode(ids, /*strip_space_prefix=*/true);
     }
     if (req.p.stream) {
         co_await g.sse.begin();
-        const std::string echo = text.empty() ? std::string() : data(completion_chunk(id, model, created, text, nullptr));
-        co_await g.sse.chunk(echo);
+        std::string first;
+        if (!echo.empty())
+            for (int i = 0; i < n; ++i) first += data(completion_chunk(id, model, created, i, echo, nullptr));
+        co_await g.sse.chunk(first);
     }
     // logprobs: every token's in the reply, or, streamed, in each chunk those of the tokens since the last
     // one (a token whose bytes do not yet end a character has no text of its own and rides with the next).
-    json lp = req.p.logprobs ? legacy_logprobs() : json(nullptr);
+    struct Choice {
+        std::string text;
+        json lp;
+    };
+    std::vector<Choice> choices(n, Choice{echo, req.p.logprobs ? legacy_logprobs() : json(nullptr)});
     auto render = [&](const TimedEvent& ev) {
-        if (req.p.logprobs && ev.token >= 0) add_legacy_logprob(lp, tok, ev, text.size());
+        const int i = g.index_of(ev.request_id);
+        Choice& ch = choices[i];
+        if (req.p.logprobs && ev.token >= 0) add_legacy_logprob(ch.lp, tok, ev, ch.text.size());
         if (ev.text.empty()) return std::string();
-        text += ev.text;
+        ch.text += ev.text;
         if (!req.p.stream) return std::string();
-        std::string out = data(completion_chunk(id, model, created, ev.text, nullptr, lp));
-        if (req.p.logprobs) lp = legacy_logprobs();
+        std::string out = data(completion_chunk(id, model, created, i, ev.text, nullptr, ch.lp));
+        if (req.p.logprobs) ch.lp = legacy_logprobs();
         return out;
     };
-    const Event final_ev = co_await g.drain(render, [](const Event&) {});
+    const std::vector<Event> finals = co_await g.drain(render, [](const Event&) {});
     if (!g.client_here()) co_return;
-    const std::string finish = finish_reason_string(final_ev.finish, false);
+    const Usage usage = combined_usage(finals, warm);
+    const std::string timing = server_timing(finals[0].timings, parse_ms);
     if (!req.p.stream) {
-        const json obj = completion_object(id, model, created, text, finish, final_ev.usage, lp);
-        const std::string timing = server_timing(final_ev.timings, parse_ms);
+        json list = json::array();
+        for (int i = 0; i < n; ++i) list.push_back(completion_choice(i, choices[i].text, finish_reason_string(finals[i].finish, false), choices[i].lp));
+        const json obj = completion_object(id, model, created, list, usage);
         co_await write_json(c, 200, obj, timing);
         co_return;
     }
-    std::string out = data(completion_chunk(id, model, created, "", finish));
+    std::string out;
+    for (int i = 0; i < n; ++i) out += data(completion_chunk(id, model, created, i, "", finish_reason_string(finals[i].finish, false)));
     if (req.p.include_usage) {
-        json u = completion_chunk(id, model, created, "", nullptr);
+        json u = completion_chunk(id, model, created, 0, "", nullptr);
         u["choices"] = json::array();
-        u["usage"] = chat_usage(final_ev.usage);
+        u["usage"] = chat_usage(usage);
         out += data(u);
     }
     out += "data: [DONE]\n\n";
     co_await g.sse.chunk(out);
-    const std::string timing = server_timing(final_ev.timings, parse_ms);
     co_await g.sse.end(timing);
 }
 

@@ -76,7 +76,7 @@ std::string Metrics::render(ModelRegistry& models) const {
     gauge("flint_connections", "Open client connections.", "flint_connections " + std::to_string(connections.load()) + "\n");
     gauge("flint_websocket_sessions", "Open WebSocket sessions.", "flint_websocket_sessions " + std::to_string(websockets.load()) + "\n");
     gauge("flint_responses_in_flight", "Responses being generated.", "flint_responses_in_flight " + std::to_string(in_flight.load()) + "\n");
-    std::string queued, running, used, total, cached, steps, drafted, accepted;
+    std::string queued, running, used, total, cached, steps, prefilled, drafted, accepted;
     for (const auto& m : models.all()) {
         RuntimeStats s = m->runtime->stats();
         std::string lbl = "{model=\"" + m->name + "\"} ";
@@ -86,6 +86,7 @@ std::string Metrics::render(ModelRegistry& models) const {
         cached += "flint_kv_blocks_cached" + lbl + std::to_string(s.kv_blocks_cached) + "\n";
         total += "flint_kv_blocks_total" + lbl + std::to_string(s.kv_blocks_total) + "\n";
         steps += "flint_engine_steps_total" + lbl + std::to_string(s.steps_total) + "\n";
+        prefilled += "flint_prefilled_tokens_total" + lbl + std::to_string(s.prefilled_tokens_total) + "\n";
         auto by_source = [&](std::string& series, const char* name, uint64_t prediction, uint64_t lookup) {
             const std::string lbl_src = "{model=\"" + m->name + "\",source=";
             series += name + lbl_src + "\"prediction\"} " + std::to_string(prediction) + "\n";
@@ -101,6 +102,8 @@ std::string Metrics::render(ModelRegistry& models) const {
     gauge("flint_kv_blocks_total", "KV blocks in the pool.", total);
     labelled_counter("flint_engine_steps_total", "Forward passes the engine ran (prefill chunks and decode steps, all sequences "
                                                  "batched in one).", steps);
+    labelled_counter("flint_prefilled_tokens_total", "Prompt tokens the engine computed (those not reused from the prefix cache).",
+                     prefilled);
     labelled_counter("flint_draft_tokens_total", "Speculative draft tokens verified, by source (the request's prediction, "
                                                  "or n-gram prompt lookup).", drafted);
     labelled_counter("flint_draft_tokens_accepted_total", "Draft tokens the model agreed with (kept), by source.", accepted);

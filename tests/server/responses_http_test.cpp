@@ -232,13 +232,6 @@ TEST_F(ResponsesHttp, ChatCompletionsStreamEndsWithUsageThenDone) {
     EXPECT_FALSE(text.empty());
 }
 
-TEST_F(ResponsesHttp, ChatCompletionsRejectsNOtherThanOne) {
-    json req = {{"model", "stories"}, {"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"n", 2}};
-    HttpResult r = post_json(port(), "/v1/chat/completions", req);
-    EXPECT_EQ(r.status, 400);
-    EXPECT_EQ(r.json_body()["error"]["param"], "n");
-}
-
 TEST_F(ResponsesHttp, PredictionIsAcceptedAndReported) {
     json req = {{"model", "stories"}, {"messages", {{{"role", "user"}, {"content", "Once upon a time"}}}}, {"temperature", 0},
                 {"max_tokens", 12}, {"prediction", {{"type", "content"}, {"content", "there was a little girl"}}}};

@@ -282,3 +282,17 @@ test('logit_bias through the SDK: a +100 bias makes one token the whole answer',
     (e) => e.status === 400 && /logit_bias/.test(e.message),
   );
 });
+
+test('n choices through the SDK: Chat (JSON and the stream helper) and legacy Completions', async () => {
+  const messages = [{ role: 'user', content: 'Once upon a time' }];
+  const c = await client.chat.completions.create({ model: model(), messages, n: 3, seed: 4, max_tokens: 8 });
+  assert.deepEqual(c.choices.map((x) => x.index), [0, 1, 2]);
+  const one = await client.chat.completions.create({ model: model(), messages, n: 1, seed: 5, max_tokens: 8 });
+  assert.equal(c.choices[1].message.content, one.choices[0].message.content, 'choice 1 is seed + 1');
+  const stream = client.chat.completions.stream({ model: model(), messages, n: 3, seed: 4, max_tokens: 8 });
+  const done = await stream.finalChatCompletion();
+  assert.deepEqual(done.choices.map((x) => x.message.content), c.choices.map((x) => x.message.content));
+  const legacy = await client.completions.create({ model: model(), prompt: 'Once upon a time', n: 2, seed: 4, max_tokens: 8 });
+  assert.equal(legacy.choices.length, 2);
+  assert.ok(legacy.choices.every((x) => x.text.length > 0));
+});

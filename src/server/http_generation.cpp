@@ -1,5 +1,6 @@
 // The generating HTTP endpoints: POST /v1/responses, /v1/chat/completions, /v1/completions — as one JSON
 // body, or as a Server-Sent Events stream (chunked transfer, one chunk per batch of events, TCP_NODELAY).
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 
@@ -173,10 +174,10 @@ void store_if_asked(ServerState& st, const ResponseRecord& rec) {
 
 // Queues a request's choices on the engine (Chat Completions and legacy Completions `n`). n > 1: the
 // prompt is prefilled once, by a warm-up (generate:false) whose KV the prefix cache keeps, and the choices
-// start from it, each computing only the prompt's last token; its usage goes to `warm`. Choice i samples
+// start from it, each computing only the prompt's last token; its final event goes to `warm`. Choice i samples
 // with the seed + i, so a seeded request is reproducible and its choices differ (greedy ones do not).
 net::awaitable<std::vector<uint64_t>> submit_choices(HttpContext& c, Runtime& rt, GenerationRequest gen, int n,
-                                                     EventChannel& chan, std::optional<Usage>& warm) {
+                                                     EventChannel& chan, std::optional<Event>& warm) {
     if (n > 1) {
         GenerationRequest w = gen;
         w.generate = false;
@@ -187,7 +188,7 @@ net::awaitable<std::vector<uint64_t>> submit_choices(HttpContext& c, Runtime& rt
             for (const TimedEvent& ev : batch) {
                 if (!ev.done) continue;
                 if (ev.finish == FinishReason::Error) throw server_error("The prompt's prefill failed: " + ev.error);
-                warm = ev.usage;
+                warm = ev;
                 done = true;
             }
         }
@@ -208,15 +209,33 @@ net::awaitable<std::vector<uint64_t>> submit_choices(HttpContext& c, Runtime& rt
 
 // The usage of a request's choices: the prompt once (with n > 1, what the shared prefill found cached),
 // the completions summed.
-Usage combined_usage(const std::vector<Event>& finals, const std::optional<Usage>& warm) {
+Usage combined_usage(const std::vector<Event>& finals, const std::optional<Event>& warm) {
     Usage u = finals[0].usage;
-    if (warm) u.cached_tokens = warm->cached_tokens;
+    if (warm) u.cached_tokens = warm->usage.cached_tokens;
     for (size_t i = 1; i < finals.size(); ++i) {
         u.completion_tokens += finals[i].usage.completion_tokens;
         u.accepted_prediction_tokens += finals[i].usage.accepted_prediction_tokens;
         u.rejected_prediction_tokens += finals[i].usage.rejected_prediction_tokens;
     }
     return u;
+}
+
+// The timings of a request's choices, from its point of view: the shared prefill, then the choices
+// (first token: choice 0's; decode and total: the longest choice's).
+Timings combined_timings(const std::vector<Event>& finals, const std::optional<Event>& warm) {
+    Timings t = finals[0].timings;
+    for (const Event& f : finals) {
+        t.decode_ms = std::max(t.decode_ms, f.timings.decode_ms);
+        t.total_ms = std::max(t.total_ms, f.timings.total_ms);
+    }
+    if (warm) {
+        const Timings& w = warm->timings;
+        t.queued_ms += w.queued_ms;
+        t.prefill_ms += w.prefill_ms;
+        t.first_token_ms += w.total_ms;
+        t.total_ms += w.total_ms;
+    }
+    return t;
 }
 
 // One generation being answered: the engine requests (one per choice), the in-flight registration, the
@@ -227,14 +246,14 @@ struct Generation {
     std::shared_ptr<EventChannel> chan;
     std::vector<uint64_t> rids;  // choice i's engine request
     bool stream;
-    std::optional<Usage> warm;   // n > 1: the shared prefill's usage (submit_choices)
+    std::optional<Event> warm;   // n > 1: the shared prefill's final event (submit_choices)
     InFlight live;
     ClientWatch watch;
     SseWriter sse;
 
     Generation(HttpContext& ctx, Runtime& r, std::shared_ptr<EventChannel> ch, std::vector<uint64_t> ids, bool streaming,
-               std::string live_id, LiveResponse l, std::optional<Usage> warm_usage = std::nullopt)
-        : c(ctx), rt(r), chan(std::move(ch)), rids(std::move(ids)), stream(streaming), warm(warm_usage),
+               std::string live_id, LiveResponse l, std::optional<Event> warm_up = std::nullopt)
+        : c(ctx), rt(r), chan(std::move(ch)), rids(std::move(ids)), stream(streaming), warm(std::move(warm_up)),
           live(ctx.st, std::move(live_id), std::move(l)), watch(ctx, r, rids), sse{ctx} {}
 
     // Which choice an event belongs to.
@@ -330,7 +349,7 @@ net::awaitable<void> handle_chat_completions(HttpContext& c, const json& body) {
     const bool tools = req.tools.is_array() && !req.tools.empty() && req.tool_choice != "none";
     auto chan = std::make_shared<EventChannel>(co_await net::this_coro::executor, c.st.metrics);
     Runtime& rt = *p.model->runtime;
-    std::optional<Usage> warm;
+    std::optional<Event> warm;
     std::vector<uint64_t> rids = co_await submit_choices(c, rt, p.gen, req.p.n, *chan, warm);
     Generation g(c, rt, chan, std::move(rids), req.p.stream, "", {}, warm);
     const std::string id = make_id("chatcmpl-");
@@ -401,7 +420,7 @@ net::awaitable<void> handle_chat_completions(HttpContext& c, const json& body) {
         if (!tool_calls.empty()) out += data(chat_chunk(id, model, created, i, {{"tool_calls", tool_calls}}, nullptr, nullptr));
         out += data(chat_chunk(id, model, created, i, json::object(), finish, nullptr));
     }
-    const std::string timing = server_timing(finals[0].timings, parse_ms);
+    const std::string timing = server_timing(combined_timings(finals, warm), parse_ms);
     if (!req.p.stream) {
         const json obj = chat_completion_object(id, model, created, done, usage);
         co_await write_json(c, 200, obj, timing);
@@ -419,7 +438,7 @@ net::awaitable<void> handle_completions(HttpContext& c, const json& body) {
     const double parse_ms = c.elapsed_ms();
     auto chan = std::make_shared<EventChannel>(co_await net::this_coro::executor, c.st.metrics);
     Runtime& rt = *p.model->runtime;
-    std::optional<Usage> warm;
+    std::optional<Event> warm;
     std::vector<uint64_t> rids = co_await submit_choices(c, rt, p.gen, req.p.n, *chan, warm);
     Generation g(c, rt, chan, std::move(rids), req.p.stream, "", {}, warm);
     const std::string id = make_id("cmpl-");
@@ -462,7 +481,7 @@ net::awaitable<void> handle_completions(HttpContext& c, const json& body) {
     const std::vector<Event> finals = co_await g.drain(render, [](const Event&) {});
     if (!g.client_here()) co_return;
     const Usage usage = combined_usage(finals, warm);
-    const std::string timing = server_timing(finals[0].timings, parse_ms);
+    const std::string timing = server_timing(combined_timings(finals, warm), parse_ms);
     if (!req.p.stream) {
         json list = json::array();
         for (int i = 0; i < n; ++i) list.push_back(completion_choice(i, choices[i].text, finish_reason_string(finals[i].finish, false), choices[i].lp));

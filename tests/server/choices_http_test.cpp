@@ -97,6 +97,15 @@ TEST_F(Choices, ThePromptIsPrefilledOnceForAllChoices) {
     const double prefilled = metric_now("flint_prefilled_tokens_total{model=\"stories\"}") - before;
     EXPECT_GE(prefilled, prompt - cached);
     EXPECT_LE(prefilled, prompt + 4) << "4 choices of a " << prompt << "-token prompt";
+    // Server-Timing tells the request's story: the shared prefill is part of its prefill and its ttft.
+    const std::string timing = r.headers["server-timing"];
+    auto dur = [&](const std::string& name) {
+        const size_t at = timing.find(name + ";dur=");
+        return at == std::string::npos ? -1.0 : std::stod(timing.substr(at + name.size() + 5));
+    };
+    EXPECT_GT(dur("prefill"), 0) << timing;
+    EXPECT_GE(dur("ttft"), dur("prefill")) << timing;
+    EXPECT_GE(dur("total"), dur("ttft")) << timing;
 }
 
 TEST_F(Choices, LegacyCompletionsGiveNChoicesWithEchoAndLogprobs) {

@@ -88,6 +88,15 @@ ResponsesRequest parse_responses_request(const json& body) {
     parse_input(body, r);
     r.instructions = opt_string(body, "instructions", "instructions");
     r.previous_response_id = opt_string(body, "previous_response_id", "previous_response_id").value_or("");
+    // Server-side objects flint does not keep: refused by name rather than ignored (the answer would
+    // silently lack the conversation's items or the stored prompt).
+    if (field(body, "conversation"))
+        throw bad_request("'conversation' is not supported: flint has no Conversations API. Chain turns with "
+                          "'previous_response_id' (or send the items in 'input').",
+                          "conversation", "unsupported_parameter");
+    if (field(body, "prompt"))
+        throw bad_request("'prompt' (a stored prompt template) is not supported: send its text as 'instructions' and 'input'.",
+                          "prompt", "unsupported_parameter");
     r.store = opt_bool(body, "store", "store").value_or(true);
     r.stream = opt_bool(body, "stream", "stream").value_or(false);
     r.generate = opt_bool(body, "generate", "generate").value_or(true);

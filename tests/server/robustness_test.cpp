@@ -82,6 +82,21 @@ TEST_F(BadInput, UnknownFieldsAreIgnored) {
 
 // Output formats: a malformed format or a schema flint cannot enforce is a 400 naming where (never
 // accepted and then answered with JSON that may not fit); text, json_object and json_schema are accepted.
+// Server-side objects flint does not keep (a Conversations API conversation, a stored prompt template):
+// refused by name, not ignored (the answer would silently lack them).
+TEST_F(BadInput, ConversationAndStoredPromptAre400s) {
+    for (const auto& [key, value] : {std::pair<std::string, json>{"conversation", "conv_123"},
+                                     {"conversation", {{"id", "conv_123"}}},
+                                     {"prompt", {{"id", "pmpt_1"}, {"version", "2"}}}}) {
+        json req = {{"model", "stories"}, {"input", "x"}};
+        req[key] = value;
+        HttpResult r = post_json(port(), "/v1/responses", req);
+        EXPECT_EQ(r.status, 400) << r.body;
+        EXPECT_EQ(error_of(r)["param"], key);
+        EXPECT_EQ(error_of(r)["code"], "unsupported_parameter");
+    }
+}
+
 TEST_F(BadInput, OutputFormatsThatCannotBeHonouredAre400s) {
     const json pattern = {{"type", "object"}, {"properties", {{"zip", {{"type", "string"}, {"pattern", "^[0-9]{5}$"}}}}}};
     HttpResult r = post_json(port(), "/v1/responses",

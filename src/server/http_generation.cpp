@@ -120,6 +120,8 @@ public:
         net::co_spawn(c.stream.get_executor(), watch(c.stream.socket(), state_, &rt, std::move(rids), &c.st.metrics), net::detached);
     }
     bool gone() const { return state_->gone; }
+    // A failed write found the client gone first: the watch must not cancel and count it again.
+    void mark_gone() { state_->gone = true; }
     // Ends the watch before the socket is used for anything else (the next request, a reply).
     net::awaitable<void> stop() {
         state_->stop = true;  // the watch may not have started yet: it checks this first
@@ -144,10 +146,10 @@ private:
             co_await sock.async_receive(net::buffer(&b, 1), tcp::socket::message_peek,
                                         net::redirect_error(net::use_awaitable, ec));
             // Bytes (a pipelined request) end the watch quietly; EOF or a reset means the client is gone.
-            if (!st->stop && ec && ec != net::error::operation_aborted) {
+            if (!st->stop && !st->gone && ec && ec != net::error::operation_aborted) {
                 st->gone = true;
                 for (uint64_t rid : rids) rt->cancel(rid);
-                ++m->disconnects;
+                if (!rids.empty()) ++m->disconnects;  // (none: a background response, which goes on)
             }
         }
         st->running = false;
@@ -247,14 +249,16 @@ struct Generation {
     std::vector<uint64_t> rids;  // choice i's engine request
     bool stream;
     std::optional<Event> warm;   // n > 1: the shared prefill's final event (submit_choices)
+    bool keep_running;           // background: a client that leaves does not cancel it
     InFlight live;
     ClientWatch watch;
     SseWriter sse;
 
     Generation(HttpContext& ctx, Runtime& r, std::shared_ptr<EventChannel> ch, std::vector<uint64_t> ids, bool streaming,
-               std::string live_id, LiveResponse l, std::optional<Event> warm_up = std::nullopt)
+               std::string live_id, LiveResponse l, std::optional<Event> warm_up = std::nullopt, bool background = false)
         : c(ctx), rt(r), chan(std::move(ch)), rids(std::move(ids)), stream(streaming), warm(std::move(warm_up)),
-          live(ctx.st, std::move(live_id), std::move(l)), watch(ctx, r, rids), sse{ctx} {}
+          keep_running(background), live(ctx.st, std::move(live_id), std::move(l)),
+          watch(ctx, r, background ? std::vector<uint64_t>{} : rids), sse{ctx} {}
 
     // Which choice an event belongs to.
     int index_of(uint64_t rid) const { return static_cast<int>(std::find(rids.begin(), rids.end(), rid) - rids.begin()); }
@@ -287,7 +291,8 @@ struct Generation {
             if (!stream) continue;
             const bool was_gone = sse.gone;
             co_await sse.chunk(out);
-            if (sse.gone && !was_gone && !watch.gone()) {
+            if (sse.gone && !was_gone && !watch.gone() && !keep_running) {
+                watch.mark_gone();
                 for (uint64_t rid : rids) rt.cancel(rid);
                 ++c.st.metrics.disconnects;
             }
@@ -302,6 +307,37 @@ struct Generation {
     }
 };
 
+// A background response (`background: true`, not streamed) after its reply: the generation goes on without
+// the client; its events build the record, which is stored when it ends. GET /v1/responses/{id} shows it
+// in progress meanwhile, POST …/cancel stops it, and a server stopping finishes it like any other.
+struct Background {
+    ServerState& st;
+    const ApiKey* key;
+    PreparedResponse p;  // the record, and the model (held loaded)
+    std::shared_ptr<EventChannel> chan;
+    std::unique_ptr<ResponseEvents> events;
+};
+
+net::awaitable<void> run_background(std::shared_ptr<Background> b) {
+    std::vector<json> out;
+    for (bool done = false; !done;) {
+        std::vector<TimedEvent> batch = co_await b->chan->next();
+        for (const TimedEvent& ev : batch) {
+            out.clear();
+            if (!ev.done) {
+                b->events->token(ev, out, monotonic_us(ev.at));
+                continue;
+            }
+            b->events->finish(ev, b->p.gen.prompt, out, monotonic_us(ev.at));
+            account(b->st, b->key, ev.usage);
+            store_if_asked(b->st, b->p.rec);
+            done = true;
+        }
+    }
+    b->st.remove_live(b->p.rec.id);
+    --b->st.metrics.in_flight;
+}
+
 }  // namespace
 
 net::awaitable<void> handle_responses_create(HttpContext& c, const json& body) {
@@ -311,11 +347,27 @@ net::awaitable<void> handle_responses_create(HttpContext& c, const json& body) {
     const double parse_ms = c.elapsed_ms();
     p.rec.prepare_ms = parse_ms;
     if (p.rec.req.stream_timestamps) p.rec.received_us = monotonic_us(c.t0);
+    if (p.rec.req.background && !p.rec.req.store)
+        throw bad_request("Background mode needs 'store': true (the response is fetched later with GET /v1/responses/{id}).",
+                          "background", "invalid_value");
     auto chan = std::make_shared<EventChannel>(co_await net::this_coro::executor, c.st.metrics);
     Runtime& rt = *p.model->runtime;
     const uint64_t rid = submit(rt, p.gen, *chan);
     const bool stream = p.rec.req.stream;
-    Generation g(c, rt, chan, std::vector<uint64_t>{rid}, stream, p.rec.id, LiveResponse{&rt, rid, response_object(p.rec)});
+    if (p.rec.req.background && !stream) {
+        const json snapshot = response_object(p.rec);  // status "in_progress"
+        ++c.st.metrics.in_flight;
+        c.st.add_live(p.rec.id, LiveResponse{&rt, rid, snapshot});
+        auto b = std::make_shared<Background>(Background{c.st, c.key, std::move(p), chan, nullptr});
+        b->events = std::make_unique<ResponseEvents>(b->p.rec, *b->p.model->tokenizer);
+        std::vector<json> ignored;
+        b->events->start(ignored);
+        net::co_spawn(co_await net::this_coro::executor, run_background(b), net::detached);
+        co_await write_json(c, 200, snapshot, "parse;dur=" + std::to_string(parse_ms));
+        co_return;
+    }
+    Generation g(c, rt, chan, std::vector<uint64_t>{rid}, stream, p.rec.id, LiveResponse{&rt, rid, response_object(p.rec)},
+                 std::nullopt, p.rec.req.background);
     ResponseEvents events(p.rec, *p.model->tokenizer);
     std::vector<json> out;
     events.start(out);

@@ -99,6 +99,7 @@ ResponsesRequest parse_responses_request(const json& body) {
                           "prompt", "unsupported_parameter");
     r.store = opt_bool(body, "store", "store").value_or(true);
     r.stream = opt_bool(body, "stream", "stream").value_or(false);
+    r.background = opt_bool(body, "background", "background").value_or(false);
     r.generate = opt_bool(body, "generate", "generate").value_or(true);
     r.max_output_tokens = opt_int(body, "max_output_tokens", "max_output_tokens", 1, 1 << 24);
     r.temperature = opt_number(body, "temperature", "temperature", 0, 2);
@@ -185,7 +186,7 @@ json response_object(const ResponseRecord& r) {
             {"created_at", r.created_at},
             {"completed_at", r.completed_at ? json(r.completed_at) : json(nullptr)},
             {"status", r.status},
-            {"background", false},
+            {"background", q.background},
             {"model", r.model},
             {"output", r.output},
             {"usage", r.usage},

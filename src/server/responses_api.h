@@ -29,6 +29,7 @@ struct ResponsesRequest {
     std::string previous_response_id;
     std::shared_ptr<const JsonSchema> format;  // text.format json_object / json_schema (null: text)
     bool store = true;
+    bool background = false;            // answer at once, generate on without the client (needs store)
     bool stream = false;
     bool generate = true;               // WebSocket warm-up: false
     std::optional<int64_t> max_output_tokens;

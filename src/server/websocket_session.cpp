@@ -146,6 +146,10 @@ private:
             if (st_.stopping) throw ApiError{503, "server_error", "server_shutting_down", "", "The server is shutting down."};
             ResponsesRequest req = parse_responses_request(body);
             req.stream = true;  // implicit on a WebSocket
+            if (req.background)
+                throw bad_request("'background' is for HTTP: on a WebSocket the response streams on the open connection "
+                                  "(closing it cancels the response).",
+                                  "background", "unsupported_parameter");
             p = prepare_response(st_, std::move(req), key_, &cache_);
             p->rec.prepare_ms = std::chrono::duration<double, std::milli>(Clock::now() - received).count();
             if (p->rec.req.stream_timestamps) p->rec.received_us = monotonic_us(received);

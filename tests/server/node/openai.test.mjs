@@ -296,3 +296,17 @@ test('n choices through the SDK: Chat (JSON and the stream helper) and legacy Co
   assert.equal(legacy.choices.length, 2);
   assert.ok(legacy.choices.every((x) => x.text.length > 0));
 });
+
+test('background responses through the SDK: created in progress, retrieved until done', async () => {
+  const r = await client.responses.create({ model: model(), input: 'Once upon a time', max_output_tokens: 64, background: true });
+  assert.equal(r.background, true);
+  assert.ok(['queued', 'in_progress', 'completed', 'incomplete'].includes(r.status), r.status);
+  let got = r;
+  for (let i = 0; i < 500 && (got.status === 'queued' || got.status === 'in_progress'); i += 1) {
+    await new Promise((res) => setTimeout(res, 10));
+    got = await client.responses.retrieve(r.id);
+  }
+  assert.equal(got.status, 'incomplete');
+  assert.equal(got.usage.output_tokens, 64);
+  assert.ok(got.output_text.length > 0);
+});

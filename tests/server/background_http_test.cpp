@@ -1,0 +1,105 @@
+// Responses `background: true`: the reply comes at once (in progress), the generation goes on without the
+// client and is stored when it ends; GET polls it, cancel stops it; streamed, a client that leaves does not
+// cancel it. Needs `store`; not a WebSocket thing. (Each engine step here sleeps 2 ms, so a response of a
+// few hundred tokens is still running when the test looks.)
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "harness.h"
+
+namespace flint::test {
+namespace {
+
+class Background : public SharedServerSuite<Background> {
+public:
+    static TestServer* make_server() {
+        return new TestServer({}, false, [](const std::vector<uint64_t>&) { std::this_thread::sleep_for(std::chrono::milliseconds(2)); });
+    }
+
+protected:
+    // GET /v1/responses/{id} until its status is no longer in_progress (or 30 s).
+    json poll(const std::string& id) const {
+        json r;
+        for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30); std::chrono::steady_clock::now() < until;) {
+            r = http(port(), "GET", "/v1/responses/" + id).json_body();
+            if (r["status"] != "in_progress") break;
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
+        return r;
+    }
+    double metric_now(const std::string& series) const { return metric(http(port(), "GET", "/metrics").body, series); }
+};
+
+TEST_F(Background, TheReplyComesAtOnceAndThePollFindsTheAnswer) {
+    json req = {{"model", "stories"}, {"input", "Once upon a time"}, {"max_output_tokens", 300}, {"temperature", 0}, {"background", true}};
+    const auto t0 = std::chrono::steady_clock::now();
+    HttpResult r = post_json(port(), "/v1/responses", req);
+    const double reply_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    ASSERT_EQ(r.status, 200) << r.body;
+    const json first = r.json_body();
+    EXPECT_EQ(first["status"], "in_progress");
+    EXPECT_EQ(first["background"], true);
+    EXPECT_TRUE(first["output"].empty());
+    EXPECT_LT(reply_ms, 300 * 2.0) << "replied before 300 steps of 2 ms";
+    const std::string id = first["id"];
+    EXPECT_EQ(http(port(), "GET", "/v1/responses/" + id).json_body()["status"], "in_progress") << "still running";
+
+    const json done = poll(id);
+    EXPECT_EQ(done["status"], "incomplete");
+    EXPECT_EQ(done["incomplete_details"]["reason"], "max_output_tokens");
+    EXPECT_EQ(done["usage"]["output_tokens"], 300);
+    // The same answer as the foreground request gives.
+    req.erase("background");
+    req["max_output_tokens"] = 20;
+    const std::string fg = post_json(port(), "/v1/responses", req).json_body()["output"][0]["content"][0]["text"];
+    const std::string bg = done["output"][0]["content"][0]["text"];
+    EXPECT_TRUE(bg.starts_with(fg)) << bg << " / " << fg;
+    // It chains like any stored response.
+    HttpResult next = post_json(port(), "/v1/responses", {{"model", "stories"}, {"input", "Then"}, {"previous_response_id", id}, {"max_output_tokens", 2}});
+    EXPECT_EQ(next.status, 200) << next.body;
+}
+
+TEST_F(Background, CancelStopsItAndTheStoredResponseSaysCancelled) {
+    HttpResult r = post_json(port(), "/v1/responses", {{"model", "stories"}, {"input", "Once"}, {"max_output_tokens", 1500}, {"background", true}});
+    ASSERT_EQ(r.status, 200) << r.body;
+    const std::string id = r.json_body()["id"];
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    HttpResult c = http(port(), "POST", "/v1/responses/" + id + "/cancel");
+    EXPECT_EQ(c.status, 200) << c.body;
+    const json done = poll(id);
+    EXPECT_EQ(done["status"], "cancelled");
+    EXPECT_LT(done["usage"]["output_tokens"].get<int>(), 1500);
+    EXPECT_EQ(metric_now("flint_responses_in_flight"), 0);
+}
+
+// Streamed: the client reads the first events and leaves; the response still runs to its 200 tokens (the
+// completion-token counter, charged when a response ends, grows by all 200; a cancelled one would be far
+// short), and no disconnect-cancel is counted.
+TEST_F(Background, StreamedAClientThatLeavesDoesNotCancelIt) {
+    const double gone = metric_now("flint_client_disconnects_total");
+    const double tokens = metric_now("flint_completion_tokens_total");
+    json req = {{"model", "stories"}, {"input", "Once upon a time"}, {"max_output_tokens", 200}, {"stream", true}, {"background", true}};
+    sse_and_disconnect(port(), "/v1/responses", req, 400);
+    for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+         metric_now("flint_completion_tokens_total") == tokens && std::chrono::steady_clock::now() < until;)
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    EXPECT_EQ(metric_now("flint_completion_tokens_total") - tokens, 200);
+    EXPECT_EQ(metric_now("flint_client_disconnects_total"), gone) << "nothing was cancelled";
+    EXPECT_EQ(metric_now("flint_responses_in_flight"), 0);
+}
+
+TEST_F(Background, NeedsStoreAndIsNotForWebSockets) {
+    HttpResult r = post_json(port(), "/v1/responses", {{"model", "stories"}, {"input", "x"}, {"background", true}, {"store", false}});
+    EXPECT_EQ(r.status, 400) << r.body;
+    EXPECT_EQ(r.json_body()["error"]["param"], "background");
+    WsClient ws(port());
+    ws.send({{"type", "response.create"}, {"model", "stories"}, {"input", "x"}, {"background", true}});
+    const json e = ws.recv();
+    EXPECT_EQ(e["type"], "error") << e.dump();
+    EXPECT_EQ(e["error"]["param"], "background");
+}
+
+}  // namespace
+}  // namespace flint::test

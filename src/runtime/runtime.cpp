@@ -3,6 +3,7 @@
 #include "runtime/runtime.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 
@@ -257,14 +258,44 @@ struct Runtime::Impl {
         auto fits = [&](int32_t t) {
             if (t == call && t >= 0) return true;
             if (t < 0 || t >= tok.n_vocab() || tok.is_special(t)) return false;  // (model rows past the vocab: padding)
-            return s.json->accepts(tok.piece(t));
+            const std::string p = tok.piece(t);
+            return !p.empty() && s.json->accepts(p);  // (a token that adds nothing is never taken)
         };
         constexpr int kRedraws = 8;
+        constexpr size_t kMasks = 16;
         Sampled x;
         for (int i = 0; i <= kRedraws; ++i) {
-            if (i == kRedraws)
+            if (i == kRedraws) {
+                // Every token that cannot continue is masked; the set is cached by the recogniser's state
+                // (and whether a call may open here), most recently used first.
+                const std::string key = s.json->signature() + (call >= 0 ? "+call" : "");
+                auto hit = std::find_if(s.json_masks.begin(), s.json_masks.end(), [&](const auto& m) { return m.first == key; });
+                if (hit == s.json_masks.end()) {
+                    // A token whose first byte cannot come next is out without a closer look (most tokens,
+                    // where only a few bytes may follow: after '{', ',' or a key).
+                    std::array<int8_t, 256> first{};  // 0 unknown, 1 may come next, -1 may not
+                    std::vector<bool> fit(model.config.n_vocab);
+                    for (int32_t t = 0; t < model.config.n_vocab; ++t) {
+                        if (t != call && t < tok.n_vocab() && !tok.is_special(t)) {
+                            const std::string p = tok.piece(t);
+                            if (p.empty()) continue;
+                            int8_t& f = first[static_cast<unsigned char>(p[0])];
+                            if (f == 0) f = s.json->accepts(std::string_view(p.data(), 1)) ? 1 : -1;
+                            if (f < 0) continue;
+                            fit[t] = p.size() == 1 || s.json->accepts(p);
+                            continue;
+                        }
+                        fit[t] = fits(t);
+                    }
+                    s.json_masks.insert(s.json_masks.begin(), {key, std::move(fit)});
+                    if (s.json_masks.size() > kMasks) s.json_masks.pop_back();
+                } else {
+                    std::rotate(s.json_masks.begin(), hit, hit + 1);
+                }
+                const std::vector<bool>& fit = s.json_masks.front().second;
                 for (int32_t t = 0; t < model.config.n_vocab; ++t)
-                    if (!fits(t)) row[t] = -std::numeric_limits<float>::infinity();
+                    if (!fit[t]) row[t] = -std::numeric_limits<float>::infinity();
+            }
             x = s.sampler->sample(row, s.tokens);
             if (fits(x.token)) {
                 if (x.token == call) s.json.reset();  // a tool call, not JSON text

@@ -46,6 +46,9 @@ struct Sequence {
     std::optional<LookupDrafter> lookup;
     std::optional<AdaptiveLength> draft_len;
     std::optional<JsonSchemaPrefix> json;  // json_object / json_schema requests: the output so far, as JSON
+    // The tokens that fit, per recogniser state (JsonSchemaPrefix::signature), most recent first: the
+    // full-vocabulary pass is costly and states recur (inside a string, after a key, …).
+    std::vector<std::pair<std::string, std::vector<bool>>> json_masks;
     std::vector<int32_t> drafts;      // proposed for the current step
     bool drafts_from_prediction = false;  // their source: the prediction, or prompt lookup
     bool finished = false;

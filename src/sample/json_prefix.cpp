@@ -25,6 +25,17 @@ bool JsonPrefix::complete() const {
     return !object_only_ && stack_.empty() && number_can_end;
 }
 
+void JsonPrefix::signature(std::string& out) const {
+    out.push_back(static_cast<char>(mode_));
+    out.push_back(static_cast<char>(object_only_ | key_ << 1));
+    out.push_back(static_cast<char>(hex_left_ | utf8_left_ << 4));
+    out.push_back(static_cast<char>(whitespace_));
+    out.push_back(literal_ ? literal_[0] : '\0');
+    out.push_back(static_cast<char>(literal_pos_));
+    out += stack_;
+    out.push_back('|');
+}
+
 bool JsonPrefix::end_value() {
     mode_ = stack_.empty() ? Mode::Done : Mode::AfterValue;
     return true;

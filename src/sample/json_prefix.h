@@ -23,6 +23,8 @@ public:
     bool feed(std::string_view bytes);
     // The text so far is one complete value (trailing whitespace allowed).
     bool complete() const;
+    // Appends bytes that identify the state: equal signatures accept exactly the same continuations.
+    void signature(std::string& out) const;
 
 private:
     enum class Mode : uint8_t {

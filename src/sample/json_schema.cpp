@@ -72,6 +72,29 @@ bool JsonSchemaPrefix::complete() const {
     return std::any_of(threads_.begin(), threads_.end(), [](const Thread& t) { return t.started && t.frames.empty(); });
 }
 
+std::string JsonSchemaPrefix::signature() const {
+    std::string s;
+    auto put = [&s](const auto& v) { s.append(reinterpret_cast<const char*>(&v), sizeof v); };
+    for (const Thread& t : threads_) {
+        put(t.whitespace);
+        put(t.started);
+        for (const Frame& f : t.frames) {
+            put(f.node);
+            put(f.phase);
+            put(f.prop);
+            put(f.seen);
+            const JsonSchemaNode& n = schema_->nodes[f.node];
+            if (n.min_items > 0 || n.max_items >= 0) put(f.count);  // (a count nothing limits changes nothing)
+            const uint32_t len = static_cast<uint32_t>(f.text.size());
+            put(len);
+            s += f.text;
+            f.leaf.signature(s);
+        }
+        s.push_back('#');
+    }
+    return s;
+}
+
 // One byte for one reading of the text: its successors go to `out` (none: this reading ends here).
 void JsonSchemaPrefix::advance(Thread t, unsigned char c, std::vector<Thread>& out) const {
     if (!t.started) {  // no whitespace before the value

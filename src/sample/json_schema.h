@@ -68,6 +68,9 @@ public:
     bool accepts(std::string_view bytes) const;
     // The text so far is a complete value the schema accepts (trailing whitespace allowed).
     bool complete() const;
+    // Identifies the state: equal signatures accept exactly the same continuations (a cache key for the
+    // set of tokens that fit; text inside a free string does not change it).
+    std::string signature() const;
 
 private:
     struct Frame {

@@ -137,3 +137,40 @@ TEST(JsonSchemaPrefix, WhitespaceIsBounded) {
 
 }  // namespace
 }  // namespace flint
+
+namespace flint {
+namespace {
+
+// The signature is a cache key for the set of tokens that fit: states with equal signatures must accept
+// exactly the same continuations, and text inside a free string must not split them.
+TEST(JsonSchemaPrefix, EqualSignaturesAcceptTheSameContinuations) {
+    auto s = compile(kPerson);
+    const std::vector<std::string> pieces = {"\"", "a", "\",", "\"}", "\\n", "\\u00e9", "1", ",", "}", " ", "\n", ":", "\"age\"",
+                                             "\"tags\":[", "é", "\xc3", "\xa9", "\"kind\":\"a\"", "\"name", "]", "x\"", "{"};
+    auto state = [&](const std::string& text) {
+        JsonSchemaPrefix p(s);
+        EXPECT_TRUE(p.feed(text)) << text;
+        return p;
+    };
+    const std::vector<std::pair<std::string, std::string>> same = {
+        {R"({"name":"x)", R"({"name":"hello wor)"},
+        {R"({"age":1,"name":"é)", R"({"age":1,"name":"ab)"},
+        {R"({"tags":["a","b")", R"({"tags":["zz")"},
+    };
+    for (const auto& [a, b] : same) {
+        const JsonSchemaPrefix pa = state(a), pb = state(b);
+        EXPECT_EQ(pa.signature(), pb.signature()) << a << " / " << b;
+        for (const std::string& piece : pieces) EXPECT_EQ(pa.accepts(piece), pb.accepts(piece)) << a << " / " << b << " + " << piece;
+    }
+    const std::vector<std::pair<std::string, std::string>> differ = {
+        {R"({"name":"x)", R"({"name":"x\)"},                // inside an escape
+        {R"({"name":"x)", R"({"age":1,"name":"x)"},         // which keys are left
+        {R"({"na)", R"({"ag)"},                             // the key so far
+        {R"({"kind":"b)", R"({"kind":")"},                  // the enum value so far
+        {"{ ", "{  "},                                      // whitespace in a row
+    };
+    for (const auto& [a, b] : differ) EXPECT_NE(state(a).signature(), state(b).signature()) << a << " / " << b;
+}
+
+}  // namespace
+}  // namespace flint

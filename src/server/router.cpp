@@ -29,7 +29,28 @@ json model_object(const ModelEntry& m) {
 
 }  // namespace
 
+static Route route_path(std::string_view method, std::string_view target);
+
+static bool query_says_stream(std::string_view target) {
+    const size_t q = target.find('?');
+    if (q == std::string_view::npos) return false;
+    std::string_view query = target.substr(q + 1);
+    while (!query.empty()) {
+        const size_t amp = query.find('&');
+        const std::string_view kv = query.substr(0, amp);
+        if (kv == "stream=true" || kv == "stream=1") return true;
+        query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+    }
+    return false;
+}
+
 Route route(std::string_view method, std::string_view target) {
+    Route r = route_path(method, target);
+    r.stream = query_says_stream(target);
+    return r;
+}
+
+static Route route_path(std::string_view method, std::string_view target) {
     std::string_view path = target.substr(0, target.find('?'));
     auto s = segments(path);
     const bool get = method == "GET", post = method == "POST", del = method == "DELETE";
@@ -111,6 +132,10 @@ Reply handle_simple(ServerState& st, const Route& r, const std::string& body, co
         return rep;
     }
     case Endpoint::ResponseGet: {
+        if (r.stream)
+            throw bad_request("Resuming a response's stream (GET with stream=true) is not supported: GET it without "
+                              "'stream' to poll its state.",
+                              "stream", "unsupported_parameter");
         if (auto live = st.live_snapshot(r.id)) {
             rep.body = *live;
             return rep;

@@ -20,10 +20,12 @@ enum class Endpoint {
 
 struct Route {
     Endpoint endpoint = Endpoint::NotFound;
-    std::string id;  // {id} in the path
+    std::string id;     // {id} in the path
+    bool stream = false;  // the query asks for a stream (stream=true)
 };
 
-// `target` may carry a query string (ignored).
+// `target` may carry a query string: of it only `stream` is looked at (GET /v1/responses/{id}?stream=true,
+// a stream resume, is refused rather than answered with JSON the client cannot read as a stream).
 Route route(std::string_view method, std::string_view target);
 const char* endpoint_name(Endpoint e);  // label for metrics
 bool is_generation(Endpoint e);         // ResponsesCreate, ChatCompletions, Completions

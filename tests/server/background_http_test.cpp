@@ -90,6 +90,20 @@ TEST_F(Background, StreamedAClientThatLeavesDoesNotCancelIt) {
     EXPECT_EQ(metric_now("flint_responses_in_flight"), 0);
 }
 
+// A stream resume (GET …?stream=true&starting_after=N) is refused, not answered with JSON a client would
+// try to read as a stream; other query parameters are ignored.
+TEST_F(Background, AStreamResumeIsRefused) {
+    HttpResult r = post_json(port(), "/v1/responses", {{"model", "stories"}, {"input", "Once"}, {"max_output_tokens", 3}});
+    const std::string id = r.json_body()["id"];
+    for (const std::string q : {"?stream=true", "?starting_after=3&stream=true", "?stream=1"}) {
+        HttpResult g = http(port(), "GET", "/v1/responses/" + id + q);
+        EXPECT_EQ(g.status, 400) << q;
+        EXPECT_EQ(json::parse(g.body)["error"]["param"], "stream") << q;
+    }
+    EXPECT_EQ(http(port(), "GET", "/v1/responses/" + id + "?stream=false").status, 200);
+    EXPECT_EQ(http(port(), "GET", "/v1/responses/" + id + "?include=x").status, 200);
+}
+
 TEST_F(Background, NeedsStoreAndIsNotForWebSockets) {
     HttpResult r = post_json(port(), "/v1/responses", {{"model", "stories"}, {"input", "x"}, {"background", true}, {"store", false}});
     EXPECT_EQ(r.status, 400) << r.body;

@@ -307,6 +307,20 @@ struct Generation {
     }
 };
 
+// Refreshes a live response's snapshot (what GET /v1/responses/{id} shows while it generates) at most every
+// 100 ms: building it costs as much as the text so far.
+struct LiveRefresh {
+    ServerState& st;
+    std::string id;
+    Clock::time_point next{};
+    void operator()(const ResponseEvents& events) {
+        const Clock::time_point now = Clock::now();
+        if (now < next) return;
+        next = now + std::chrono::milliseconds(100);
+        st.update_live(id, events.partial());
+    }
+};
+
 // A background response (`background: true`, not streamed) after its reply: the generation goes on without
 // the client; its events build the record, which is stored when it ends. GET /v1/responses/{id} shows it
 // in progress meanwhile, POST …/cancel stops it, and a server stopping finishes it like any other.
@@ -320,12 +334,14 @@ struct Background {
 
 net::awaitable<void> run_background(std::shared_ptr<Background> b) {
     std::vector<json> out;
+    LiveRefresh refresh{b->st, b->p.rec.id};
     for (bool done = false; !done;) {
         std::vector<TimedEvent> batch = co_await b->chan->next();
         for (const TimedEvent& ev : batch) {
             out.clear();
             if (!ev.done) {
                 b->events->token(ev, out, monotonic_us(ev.at));
+                refresh(*b->events);
                 continue;
             }
             b->events->finish(ev, b->p.gen.prompt, out, monotonic_us(ev.at));
@@ -376,10 +392,15 @@ net::awaitable<void> handle_responses_create(HttpContext& c, const json& body) {
         const std::string head = sse_events(out);
         co_await g.sse.chunk(head);
     }
+    LiveRefresh refresh{c.st, p.rec.id};
     auto render = [&](const TimedEvent& ev) {
         out.clear();
-        if (ev.done) events.finish(ev, p.gen.prompt, out, monotonic_us(ev.at));
-        else events.token(ev, out, monotonic_us(ev.at));
+        if (ev.done) {
+            events.finish(ev, p.gen.prompt, out, monotonic_us(ev.at));
+        } else {
+            events.token(ev, out, monotonic_us(ev.at));
+            refresh(events);
+        }
         return stream ? sse_events(out) : std::string();
     };
     auto finished = [&](const Event&) { store_if_asked(c.st, p.rec); };

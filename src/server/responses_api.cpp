@@ -298,6 +298,16 @@ void ResponseEvents::token(const Event& e, std::vector<json>& out, int64_t t_us)
     emit_text(tools_ ? calls_.feed(e.text) : e.text, out, t_us);
 }
 
+json ResponseEvents::partial() const {
+    json r = response_object(rec_);
+    if (message_open_) {
+        json part = {{"type", "output_text"}, {"text", text_}, {"annotations", json::array()}, {"logprobs", logprobs_}};
+        r["output"].push_back({{"id", msg_id_}, {"type", "message"}, {"status", "in_progress"}, {"role", "assistant"},
+                               {"content", json::array({part})}});
+    }
+    return r;
+}
+
 void ResponseEvents::finish(const Event& fin, const std::vector<int32_t>& prompt, std::vector<json>& out, int64_t t_us) {
     if (!fin.text.empty()) token(fin, out, t_us);  // text the runtime held back until the end (a flush)
     rec_.finished_us = t_us;

@@ -99,6 +99,9 @@ public:
     // The final event: closes open items, fills rec (status, output, usage, history, timings) and appends
     // the terminal event (response.completed / .incomplete / .failed).
     void finish(const Event& ev, const std::vector<int32_t>& prompt, std::vector<json>& out, int64_t t_us = 0);
+    // The response object while it generates: in_progress, with the message's text so far (a call being
+    // written is not shown until it is complete).
+    json partial() const;
 
 private:
     json ev(const char* type);

@@ -20,6 +20,11 @@ bool ServerState::cancel_live(const std::string& id) {
     return true;
 }
 
+void ServerState::update_live(const std::string& id, nlohmann::json snapshot) {
+    std::lock_guard lock(mu_);
+    if (auto it = live_.find(id); it != live_.end()) it->second.snapshot = std::move(snapshot);
+}
+
 std::optional<nlohmann::json> ServerState::live_snapshot(const std::string& id) {
     std::lock_guard lock(mu_);
     auto it = live_.find(id);

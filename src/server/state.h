@@ -20,7 +20,7 @@ namespace flint::server {
 struct LiveResponse {
     Runtime* runtime = nullptr;
     uint64_t request_id = 0;
-    nlohmann::json snapshot;  // the response object as of its start (status in_progress)
+    nlohmann::json snapshot;  // the response object so far (status in_progress; refreshed as it generates)
 };
 
 struct ServerState {
@@ -39,6 +39,7 @@ struct ServerState {
     void remove_live(const std::string& id);
     bool cancel_live(const std::string& id);
     std::optional<nlohmann::json> live_snapshot(const std::string& id);
+    void update_live(const std::string& id, nlohmann::json snapshot);  // (no-op once it is gone)
 
     // Store access (SQLite, or an in-memory map when no path was given).
     void put(const ResponseRecord& r);

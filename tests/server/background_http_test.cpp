@@ -44,9 +44,21 @@ TEST_F(Background, TheReplyComesAtOnceAndThePollFindsTheAnswer) {
     EXPECT_TRUE(first["output"].empty());
     EXPECT_LT(reply_ms, 300 * 2.0) << "replied before 300 steps of 2 ms";
     const std::string id = first["id"];
-    EXPECT_EQ(http(port(), "GET", "/v1/responses/" + id).json_body()["status"], "in_progress") << "still running";
+    // While it runs, GET shows the text so far (refreshed every 100 ms).
+    json mid;
+    for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5); std::chrono::steady_clock::now() < until;) {
+        mid = http(port(), "GET", "/v1/responses/" + id).json_body();
+        if (mid["status"] != "in_progress" || !mid["output"].empty()) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    ASSERT_EQ(mid["status"], "in_progress") << "still running";
+    ASSERT_EQ(mid["output"].size(), 1u) << mid.dump();
+    EXPECT_EQ(mid["output"][0]["status"], "in_progress");
+    const std::string partial = mid["output"][0]["content"][0]["text"];
+    EXPECT_FALSE(partial.empty());
 
     const json done = poll(id);
+    EXPECT_TRUE(done["output"][0]["content"][0]["text"].get<std::string>().starts_with(partial)) << partial;
     EXPECT_EQ(done["status"], "incomplete");
     EXPECT_EQ(done["incomplete_details"]["reason"], "max_output_tokens");
     EXPECT_EQ(done["usage"]["output_tokens"], 300);

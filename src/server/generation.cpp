@@ -216,6 +216,13 @@ PreparedCompletion prepare_completion(ServerState& st, const CompletionRequest& 
     return p;
 }
 
+void LiveRefresh::operator()(const ResponseEvents& events) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now < next_) return;
+    next_ = now + std::chrono::milliseconds(100);
+    st_.update_live(id_, events.partial());
+}
+
 void account(ServerState& st, const ApiKey* key, const Usage& u) {
     st.metrics.prompt_tokens += u.prompt_tokens;
     st.metrics.cached_tokens += u.cached_tokens;

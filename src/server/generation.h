@@ -3,6 +3,7 @@
 // Shared by the HTTP and WebSocket sessions: model lookup and key checks, the prompt (conversation.h),
 // sampling defaults, context-length checks, and where a continuation's history comes from.
 #pragma once
+#include <chrono>
 #include <deque>
 #include <memory>
 #include <optional>
@@ -54,6 +55,19 @@ std::shared_ptr<ModelEntry> resolve_model(ServerState& st, const std::string& na
 
 // Counts a finished generation in the metrics and the caller's token bucket.
 void account(ServerState& st, const ApiKey* key, const Usage& u);
+
+// Refreshes a live response's snapshot (what GET /v1/responses/{id} shows while it generates) at most every
+// 100 ms: building it costs as much as the text so far. Call after each token event.
+class LiveRefresh {
+public:
+    LiveRefresh(ServerState& st, std::string id) : st_(st), id_(std::move(id)) {}
+    void operator()(const ResponseEvents& events);
+
+private:
+    ServerState& st_;
+    std::string id_;
+    std::chrono::steady_clock::time_point next_{};
+};
 
 // The Server-Timing header value for a finished generation (README, "Server-Timing").
 std::string server_timing(const Timings& t, double parse_ms);

@@ -307,20 +307,6 @@ struct Generation {
     }
 };
 
-// Refreshes a live response's snapshot (what GET /v1/responses/{id} shows while it generates) at most every
-// 100 ms: building it costs as much as the text so far.
-struct LiveRefresh {
-    ServerState& st;
-    std::string id;
-    Clock::time_point next{};
-    void operator()(const ResponseEvents& events) {
-        const Clock::time_point now = Clock::now();
-        if (now < next) return;
-        next = now + std::chrono::milliseconds(100);
-        st.update_live(id, events.partial());
-    }
-};
-
 // A background response (`background: true`, not streamed) after its reply: the generation goes on without
 // the client; its events build the record, which is stored when it ends. GET /v1/responses/{id} shows it
 // in progress meanwhile, POST …/cancel stops it, and a server stopping finishes it like any other.

@@ -185,6 +185,7 @@ private:
         st_.add_live(rec.id, LiveResponse{&rt, rid, response_object(rec)});
         if (conn_->reader_done) rt.cancel(rid);  // the client left before this turn began
         ResponseEvents events(rec, *p->model->tokenizer);
+        LiveRefresh refresh(st_, rec.id);
         std::vector<json> out;
         events.start(out);
         Event final_ev;
@@ -205,6 +206,7 @@ private:
                     done = true;
                 } else {
                     events.token(ev, out, monotonic_us(ev.at));
+                    refresh(events);
                 }
             }
             if (done) finish_turn(rec, final_ev);  // before the terminal event goes out

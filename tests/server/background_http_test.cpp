@@ -102,6 +102,27 @@ TEST_F(Background, StreamedAClientThatLeavesDoesNotCancelIt) {
     EXPECT_EQ(metric_now("flint_responses_in_flight"), 0);
 }
 
+// Not only background ones: a response streaming over a WebSocket is visible to GET with its text so far.
+TEST_F(Background, AResponseIsVisibleWithItsTextWhileItStreams) {
+    WsClient ws(port());
+    ws.send({{"type", "response.create"}, {"model", "stories"}, {"input", "Once upon a time"}, {"max_output_tokens", 300}});
+    const json created = ws.recv();
+    ASSERT_EQ(created["type"], "response.created") << created.dump();
+    const std::string id = created["response"]["id"];
+    json mid;
+    for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5); std::chrono::steady_clock::now() < until;) {
+        mid = http(port(), "GET", "/v1/responses/" + id).json_body();
+        if (mid["status"] != "in_progress" || !mid["output"].empty()) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    ASSERT_EQ(mid["status"], "in_progress");
+    ASSERT_EQ(mid["output"].size(), 1u) << mid.dump();
+    const std::string partial = mid["output"][0]["content"][0]["text"];
+    EXPECT_FALSE(partial.empty());
+    const std::vector<json> rest = ws.recv_until({"response.completed", "response.incomplete"});
+    EXPECT_TRUE(rest.back()["response"]["output"][0]["content"][0]["text"].get<std::string>().starts_with(partial)) << partial;
+}
+
 // A stream resume (GET …?stream=true&starting_after=N) is refused, not answered with JSON a client would
 // try to read as a stream; other query parameters are ignored.
 TEST_F(Background, AStreamResumeIsRefused) {

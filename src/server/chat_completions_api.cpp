@@ -71,6 +71,24 @@ ChatRequest parse_chat_request(const json& body) {
     r.p.top_logprobs = static_cast<int>(opt_int(body, "top_logprobs", "top_logprobs", 0, 20).value_or(0));
     if (r.p.top_logprobs > 0 && !r.p.logprobs)
         throw bad_request("Invalid 'top_logprobs': it needs 'logprobs' set to true.", "top_logprobs", "invalid_value");
+    // What flint cannot do, refused by name rather than answered without it.
+    for (const char* legacy : {"functions", "function_call"})
+        if (field(body, legacy))
+            throw bad_request(std::string("'") + legacy + "' (deprecated function calling) is not supported: use 'tools' and "
+                                  "'tool_choice'.",
+                              legacy, "unsupported_parameter");
+    if (field(body, "audio"))
+        throw bad_request("'audio' output is not supported: flint answers in text.", "audio", "unsupported_parameter");
+    if (const json* mod = field(body, "modalities")) {
+        if (!mod->is_array()) wrong_type("modalities", "an array");
+        for (const json& m : *mod)
+            if (m != "text")
+                throw bad_request("Invalid 'modalities': flint answers in text only (found " + dump(m) + ").", "modalities",
+                                  "unsupported_parameter");
+    }
+    if (field(body, "web_search_options"))
+        throw bad_request("'web_search_options' is not supported: flint has no web search.", "web_search_options",
+                          "unsupported_parameter");
     const json* msgs = field(body, "messages");
     if (!msgs) throw bad_request("Missing required parameter: 'messages'.", "messages", "missing_required_parameter");
     if (!msgs->is_array()) wrong_type("messages", "an array");

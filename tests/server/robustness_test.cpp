@@ -84,6 +84,25 @@ TEST_F(BadInput, UnknownFieldsAreIgnored) {
 // accepted and then answered with JSON that may not fit); text, json_object and json_schema are accepted.
 // Server-side objects flint does not keep (a Conversations API conversation, a stored prompt template):
 // refused by name, not ignored (the answer would silently lack them).
+TEST_F(BadInput, ChatFeaturesFlintLacksAre400sNotIgnored) {
+    const std::vector<std::pair<std::string, json>> cases = {
+        {"functions", json::array({{{"name", "f"}, {"parameters", {{"type", "object"}}}}})},
+        {"function_call", "auto"},
+        {"audio", {{"voice", "alloy"}, {"format", "wav"}}},
+        {"modalities", {"text", "audio"}},
+        {"web_search_options", json::object()}};
+    for (const auto& [key, value] : cases) {
+        json req = {{"model", "stories"}, {"messages", {{{"role", "user"}, {"content", "x"}}}}};
+        req[key] = value;
+        HttpResult r = post_json(port(), "/v1/chat/completions", req);
+        EXPECT_EQ(r.status, 400) << key << ": " << r.body;
+        EXPECT_EQ(error_of(r)["param"], key);
+        EXPECT_EQ(error_of(r)["code"], "unsupported_parameter");
+    }
+    json ok = {{"model", "stories"}, {"messages", {{{"role", "user"}, {"content", "x"}}}}, {"max_tokens", 2}, {"modalities", {"text"}}};
+    EXPECT_EQ(post_json(port(), "/v1/chat/completions", ok).status, 200);
+}
+
 TEST_F(BadInput, ConversationAndStoredPromptAre400s) {
     for (const auto& [key, value] : {std::pair<std::string, json>{"conversation", "conv_123"},
                                      {"conversation", {{"id", "conv_123"}}},

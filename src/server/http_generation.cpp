@@ -178,22 +178,28 @@ void store_if_asked(ServerState& st, const ResponseRecord& rec) {
 // prompt is prefilled once, by a warm-up (generate:false) whose KV the prefix cache keeps, and the choices
 // start from it, each computing only the prompt's last token; its final event goes to `warm`. Choice i samples
 // with the seed + i, so a seeded request is reproducible and its choices differ (greedy ones do not).
+// Empty: the client left during the shared prefill (which was then cancelled); nothing to answer.
 net::awaitable<std::vector<uint64_t>> submit_choices(HttpContext& c, Runtime& rt, GenerationRequest gen, int n,
                                                      EventChannel& chan, std::optional<Event>& warm) {
     if (n > 1) {
         GenerationRequest w = gen;
         w.generate = false;
         auto wchan = std::make_shared<EventChannel>(co_await net::this_coro::executor, c.st.metrics);
-        submit(rt, w, *wchan);
+        ClientWatch watch(c, rt, std::vector<uint64_t>{submit(rt, w, *wchan)});
         for (bool done = false; !done;) {
             std::vector<TimedEvent> batch = co_await wchan->next();
             for (const TimedEvent& ev : batch) {
                 if (!ev.done) continue;
-                if (ev.finish == FinishReason::Error) throw server_error("The prompt's prefill failed: " + ev.error);
                 warm = ev;
                 done = true;
             }
         }
+        co_await watch.stop();
+        if (watch.gone()) {
+            c.closed = true;
+            co_return std::vector<uint64_t>{};
+        }
+        if (warm->finish == FinishReason::Error) throw server_error("The prompt's prefill failed: " + warm->error);
     }
     std::vector<uint64_t> rids;
     const uint64_t seed = gen.sampling.seed;
@@ -410,6 +416,7 @@ net::awaitable<void> handle_chat_completions(HttpContext& c, const json& body) {
     Runtime& rt = *p.model->runtime;
     std::optional<Event> warm;
     std::vector<uint64_t> rids = co_await submit_choices(c, rt, p.gen, req.p.n, *chan, warm);
+    if (rids.empty()) co_return;  // the client left during the shared prefill
     Generation g(c, rt, chan, std::move(rids), req.p.stream, "", {}, warm);
     const std::string id = make_id("chatcmpl-");
     const int64_t created = now_s();
@@ -499,6 +506,7 @@ net::awaitable<void> handle_completions(HttpContext& c, const json& body) {
     Runtime& rt = *p.model->runtime;
     std::optional<Event> warm;
     std::vector<uint64_t> rids = co_await submit_choices(c, rt, p.gen, req.p.n, *chan, warm);
+    if (rids.empty()) co_return;  // the client left during the shared prefill
     Generation g(c, rt, chan, std::move(rids), req.p.stream, "", {}, warm);
     const std::string id = make_id("cmpl-");
     const int64_t created = now_s();

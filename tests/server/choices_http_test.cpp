@@ -166,3 +166,37 @@ TEST_F(Choices, AClientThatLeavesCancelsEveryChoice) {
 
 }  // namespace
 }  // namespace flint::test
+
+namespace flint::test {
+namespace {
+
+// Each engine step sleeps 40 ms here, so the shared prefill of a long prompt lasts several steps.
+class SlowChoices : public SharedServerSuite<SlowChoices> {
+public:
+    static TestServer* make_server() {
+        return new TestServer({}, false, [](const std::vector<uint64_t>&) { std::this_thread::sleep_for(std::chrono::milliseconds(40)); });
+    }
+};
+
+// A client that gives up during the shared prefill: the prefill is cancelled and no choice ever starts.
+TEST_F(SlowChoices, AClientThatLeavesDuringTheSharedPrefillStopsIt) {
+    auto metric_now = [&](const std::string& series) { return metric(http(port(), "GET", "/metrics").body, series); };
+    std::string story = "Nonce " + std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()) + ". ";
+    for (int i = 0; i < 18; ++i) story += "The little dog ran to the park and played with a red ball all day. ";
+    const double gone = metric_now("flint_client_disconnects_total");
+    const double completion = metric_now("flint_completion_tokens_total");
+    const double steps = metric_now("flint_engine_steps_total{model=\"stories\"}");
+    post_and_vanish(port(), "/v1/chat/completions",
+                    {{"model", "stories"}, {"messages", {{{"role", "user"}, {"content", story}}}}, {"n", 3}, {"max_tokens", 50}}, 60);
+    for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+         metric_now("flint_client_disconnects_total") == gone && std::chrono::steady_clock::now() < until;)
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // (were a choice to start, it would show by now)
+    EXPECT_EQ(metric_now("flint_client_disconnects_total"), gone + 1);
+    EXPECT_EQ(metric_now("flint_running_sequences{model=\"stories\"}"), 0);
+    EXPECT_EQ(metric_now("flint_completion_tokens_total"), completion) << "no choice generated anything";
+    EXPECT_LT(metric_now("flint_engine_steps_total{model=\"stories\"}") - steps, 6) << "the prefill (7 chunks of 64) stopped early";
+}
+
+}  // namespace
+}  // namespace flint::test

@@ -75,6 +75,9 @@ SseResult sse(int port, const std::string& target, const json& body, const Heade
 // Opens a connection, sends a streaming request, reads until `bytes` of the stream arrived, then drops
 // the connection without reading more (a client that goes away mid-stream).
 void sse_and_disconnect(int port, const std::string& target, const json& body, size_t bytes);
+// Sends a request, waits `after_ms` without reading, then resets the connection (a client that gives up
+// before any reply byte).
+void post_and_vanish(int port, const std::string& target, const json& body, int after_ms);
 
 // Raw bytes to the port; returns what came back until the server closed or `timeout_s` passed.
 std::string raw(int port, const std::string& bytes, double timeout_s = 5);

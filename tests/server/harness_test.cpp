@@ -2,6 +2,7 @@
 #include "harness.h"
 
 #include <chrono>
+#include <thread>
 #include <cstdlib>
 #include <sstream>
 #include <utility>
@@ -168,6 +169,17 @@ void sse_and_disconnect(int port, const std::string& target, const json& body, s
             throw std::runtime_error("sse_and_disconnect: " + got.substr(0, got.find("\r\n")));
     }
     // Reset rather than a polite FIN: the server's next write fails at once.
+    s.set_option(net::socket_base::linger(true, 0), ec);
+    s.close(ec);
+}
+
+void post_and_vanish(int port, const std::string& target, const json& body, int after_ms) {
+    net::io_context ioc;
+    tcp::socket s = connect(ioc, port);
+    auto req = make_request("POST", target, body.dump(), {});
+    http::write(s, req);
+    std::this_thread::sleep_for(std::chrono::milliseconds(after_ms));
+    boost::system::error_code ec;
     s.set_option(net::socket_base::linger(true, 0), ec);
     s.close(ec);
 }

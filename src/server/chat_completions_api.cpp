@@ -155,6 +155,10 @@ std::vector<int32_t> token_ids(const json& a) {
 CompletionRequest parse_completion_request(const json& body) {
     CompletionRequest r;
     parse_params(body, r.p, 16);  // the legacy endpoint's documented default
+    // best_of > 1 would pick the n best of several by likelihood; flint returns every choice it makes.
+    if (auto b = opt_int(body, "best_of", "best_of", 1, 20); b && *b != 1)
+        throw bad_request("'best_of' other than 1 is not supported: ask for 'n' choices and pick among them.", "best_of",
+                          "unsupported_parameter");
     if (const json* lp = field(body, "logprobs")) {
         if (!lp->is_number_integer()) wrong_type("logprobs", "an integer");
         r.p.top_logprobs = std::clamp(lp->get<int>(), 0, 5);

@@ -136,6 +136,15 @@ TEST_F(Choices, LegacyCompletionsGiveNChoicesWithEchoAndLogprobs) {
     for (int i = 0; i < 2; ++i) EXPECT_EQ(text[i], body["choices"][i]["text"]) << "choice " << i;
 }
 
+TEST_F(Choices, BestOfIsRefusedNotIgnored) {
+    json req = {{"model", "stories"}, {"prompt", "Once"}, {"max_tokens", 2}, {"best_of", 3}};
+    HttpResult r = post_json(port(), "/v1/completions", req);
+    EXPECT_EQ(r.status, 400) << r.body;
+    EXPECT_EQ(json::parse(r.body)["error"]["param"], "best_of");
+    req["best_of"] = 1;
+    EXPECT_EQ(post_json(port(), "/v1/completions", req).status, 200);
+}
+
 TEST_F(Choices, NOutOfRangeIs400) {
     for (const json& n : {json(0), json(17), json("2"), json(1.5)}) {
         json req = chat(1, 1);

@@ -255,11 +255,20 @@ struct Runtime::Impl {
     // fails. The one exception, json_call_token as the answer's first token, lifts the constraint.
     Sampled sample_json(Sequence& s, float* row) {
         const int32_t call = s.output.empty() ? s.req().json_call_token : -1;
-        auto fits = [&](int32_t t) {
+        // `first` (the full pass): which first bytes may come next, filled as met — a token whose first byte
+        // may not is out without a closer look (most tokens, where only a few bytes may follow).
+        auto fits = [&](int32_t t, std::array<int8_t, 256>* first = nullptr) {
             if (t == call && t >= 0) return true;
             if (t < 0 || t >= tok.n_vocab() || tok.is_special(t)) return false;  // (model rows past the vocab: padding)
             const std::string p = tok.piece(t);
-            return !p.empty() && s.json->accepts(p);  // (a token that adds nothing is never taken)
+            if (p.empty()) return false;  // (a token that adds nothing is never taken)
+            if (first) {
+                int8_t& f = (*first)[static_cast<unsigned char>(p[0])];  // 0 unknown, 1 may come next, -1 may not
+                if (f == 0) f = s.json->accepts(std::string_view(p.data(), 1)) ? 1 : -1;
+                if (f < 0) return false;
+                if (p.size() == 1) return true;
+            }
+            return s.json->accepts(p);
         };
         constexpr int kRedraws = 8;
         constexpr size_t kMasks = 16;
@@ -271,22 +280,9 @@ struct Runtime::Impl {
                 const std::string key = s.json->signature() + (call >= 0 ? "+call" : "");
                 auto hit = std::find_if(s.json_masks.begin(), s.json_masks.end(), [&](const auto& m) { return m.first == key; });
                 if (hit == s.json_masks.end()) {
-                    // A token whose first byte cannot come next is out without a closer look (most tokens,
-                    // where only a few bytes may follow: after '{', ',' or a key).
-                    std::array<int8_t, 256> first{};  // 0 unknown, 1 may come next, -1 may not
+                    std::array<int8_t, 256> first{};
                     std::vector<bool> fit(model.config.n_vocab);
-                    for (int32_t t = 0; t < model.config.n_vocab; ++t) {
-                        if (t != call && t < tok.n_vocab() && !tok.is_special(t)) {
-                            const std::string p = tok.piece(t);
-                            if (p.empty()) continue;
-                            int8_t& f = first[static_cast<unsigned char>(p[0])];
-                            if (f == 0) f = s.json->accepts(std::string_view(p.data(), 1)) ? 1 : -1;
-                            if (f < 0) continue;
-                            fit[t] = p.size() == 1 || s.json->accepts(p);
-                            continue;
-                        }
-                        fit[t] = fits(t);
-                    }
+                    for (int32_t t = 0; t < model.config.n_vocab; ++t) fit[t] = fits(t, &first);
                     s.json_masks.insert(s.json_masks.begin(), {key, std::move(fit)});
                     if (s.json_masks.size() > kMasks) s.json_masks.pop_back();
                 } else {

@@ -298,13 +298,17 @@ void ResponseEvents::token(const Event& e, std::vector<json>& out, int64_t t_us)
     emit_text(tools_ ? calls_.feed(e.text) : e.text, out, t_us);
 }
 
+json ResponseEvents::text_part() const {
+    return {{"type", "output_text"}, {"text", text_}, {"annotations", json::array()}, {"logprobs", logprobs_}};
+}
+
+json ResponseEvents::message_item(const char* status) const {
+    return {{"id", msg_id_}, {"type", "message"}, {"status", status}, {"role", "assistant"}, {"content", json::array({text_part()})}};
+}
+
 json ResponseEvents::partial() const {
     json r = response_object(rec_);
-    if (message_open_) {
-        json part = {{"type", "output_text"}, {"text", text_}, {"annotations", json::array()}, {"logprobs", logprobs_}};
-        r["output"].push_back({{"id", msg_id_}, {"type", "message"}, {"status", "in_progress"}, {"role", "assistant"},
-                               {"content", json::array({part})}});
-    }
+    if (message_open_) r["output"].push_back(message_item("in_progress"));
     return r;
 }
 
@@ -324,7 +328,6 @@ void ResponseEvents::finish(const Event& fin, const std::vector<int32_t>& prompt
     if (generated && (!message_open_ && parsed.calls.empty())) open_message(out);  // an empty answer is still an answer
     if (message_open_) {
         const size_t idx = rec_.output.size();
-        json part = {{"type", "output_text"}, {"text", text_}, {"annotations", json::array()}, {"logprobs", logprobs_}};
         json d = ev("response.output_text.done");
         d["item_id"] = msg_id_;
         d["output_index"] = idx;
@@ -336,9 +339,9 @@ void ResponseEvents::finish(const Event& fin, const std::vector<int32_t>& prompt
         pd["item_id"] = msg_id_;
         pd["output_index"] = idx;
         pd["content_index"] = 0;
-        pd["part"] = part;
+        pd["part"] = text_part();
         out.push_back(std::move(pd));
-        json item = {{"id", msg_id_}, {"type", "message"}, {"status", item_status}, {"role", "assistant"}, {"content", json::array({part})}};
+        json item = message_item(item_status);
         json od = ev("response.output_item.done");
         od["output_index"] = idx;
         od["item"] = item;

@@ -105,6 +105,8 @@ public:
 
 private:
     json ev(const char* type);
+    json text_part() const;                       // the message's output_text part, as it stands
+    json message_item(const char* status) const;  // the message item holding it
     void open_message(std::vector<json>& out);
     void emit_text(const std::string& delta, std::vector<json>& out, int64_t t_us);
 

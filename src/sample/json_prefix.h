@@ -1,9 +1,9 @@
-// flint/sample/json_prefix.h — does this text start a JSON object? (constrained decoding, "json_object")
+// flint/sample/json_prefix.h — does this text start a JSON value? (the syntax under constrained decoding)
 //
 // A byte-level recogniser of one JSON value (RFC 8259: objects, arrays, strings with escapes and UTF-8,
-// numbers, true/false/null), fed incrementally. The sampler asks it, token by token, whether a token's bytes
-// keep the output a prefix of some valid JSON text, and whether the text is already a complete value (then
-// the answer ends). With object_only (OpenAI's json_object mode) the value must be an object. Whitespace is
+// numbers, true/false/null), fed incrementally: whether the bytes so far are a prefix of some valid JSON
+// text, and whether they are already a complete value. JsonSchemaPrefix (json_schema.h) runs one per
+// string, number, literal or unconstrained value. With object_only the value must be an object. Whitespace is
 // bounded so that a model cannot pad forever with newlines: none before the value, at most kMaxWhitespace
 // bytes in a row inside it (enough for pretty-printing seven levels deep).
 #pragma once

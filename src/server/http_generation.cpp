@@ -317,33 +317,36 @@ struct Generation {
 // the client; its events build the record, which is stored when it ends. GET /v1/responses/{id} shows it
 // in progress meanwhile, POST …/cancel stops it, and a server stopping finishes it like any other.
 struct Background {
+    Background(ServerState& s, const ApiKey* k, PreparedResponse prep, std::shared_ptr<EventChannel> ch, LiveResponse l)
+        : st(s), key(k), p(std::move(prep)), chan(std::move(ch)), live(s, p.rec.id, std::move(l)), events(p.rec, *p.model->tokenizer) {}
     ServerState& st;
     const ApiKey* key;
     PreparedResponse p;  // the record, and the model (held loaded)
     std::shared_ptr<EventChannel> chan;
-    std::unique_ptr<ResponseEvents> events;
+    InFlight live;
+    ResponseEvents events;
 };
 
 net::awaitable<void> run_background(std::shared_ptr<Background> b) {
     std::vector<json> out;
+    b->events.start(out);  // (nobody reads these events: they set the record's state)
     LiveRefresh refresh{b->st, b->p.rec.id};
     for (bool done = false; !done;) {
         std::vector<TimedEvent> batch = co_await b->chan->next();
         for (const TimedEvent& ev : batch) {
             out.clear();
             if (!ev.done) {
-                b->events->token(ev, out, monotonic_us(ev.at));
-                refresh(*b->events);
+                b->events.token(ev, out, monotonic_us(ev.at));
+                refresh(b->events);
                 continue;
             }
-            b->events->finish(ev, b->p.gen.prompt, out, monotonic_us(ev.at));
+            b->events.finish(ev, b->p.gen.prompt, out, monotonic_us(ev.at));
             account(b->st, b->key, ev.usage);
             store_if_asked(b->st, b->p.rec);
             done = true;
         }
     }
-    b->st.remove_live(b->p.rec.id);
-    --b->st.metrics.in_flight;
+    b->live.finish();
 }
 
 }  // namespace
@@ -364,12 +367,7 @@ net::awaitable<void> handle_responses_create(HttpContext& c, const json& body) {
     const bool stream = p.rec.req.stream;
     if (p.rec.req.background && !stream) {
         const json snapshot = response_object(p.rec);  // status "in_progress"
-        ++c.st.metrics.in_flight;
-        c.st.add_live(p.rec.id, LiveResponse{&rt, rid, snapshot});
-        auto b = std::make_shared<Background>(Background{c.st, c.key, std::move(p), chan, nullptr});
-        b->events = std::make_unique<ResponseEvents>(b->p.rec, *b->p.model->tokenizer);
-        std::vector<json> ignored;
-        b->events->start(ignored);
+        auto b = std::make_shared<Background>(c.st, c.key, std::move(p), chan, LiveResponse{&rt, rid, snapshot});
         net::co_spawn(co_await net::this_coro::executor, run_background(b), net::detached);
         co_await write_json(c, 200, snapshot, "parse;dur=" + std::to_string(parse_ms));
         co_return;

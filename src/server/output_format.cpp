@@ -116,7 +116,10 @@ private:
             for (const std::string& ty : types)
                 if (!kTypes.count(ty)) unsupported(at + ".type", "unknown type '" + ty + "'.");
         }
-        if (field(s, "enum") || s.contains("const")) return enumeration(s, types, at);
+        if (field(s, "enum") || s.contains("const")) {
+            only(field(s, "enum") ? "enum" : "const", {"enum", "const", "type"});
+            return enumeration(s, types, at);
+        }
         if (types.empty()) {  // no type: what the keywords describe, else anything
             if (s.contains("properties") || s.contains("required") || s.contains("additionalProperties")) types = {"object"};
             else if (s.contains("items") || s.contains("minItems") || s.contains("maxItems")) types = {"array"};
@@ -138,9 +141,6 @@ private:
 
     // enum / const (with an optional type, which must fit the values: those that do not are left out).
     int enumeration(const json& s, const std::vector<std::string>& types, const std::string& at) {
-        for (const auto& [k, v] : s.items())
-            if (kEnforced.count(k) && k != "enum" && k != "const" && k != "type")
-                unsupported(at + "." + k, "'" + k + "' beside 'enum' or 'const' is not supported.");
         if (field(s, "enum") && s.contains("const")) unsupported(at, "'enum' and 'const' together are not supported.");
         json values = json::array();
         if (const json* e = field(s, "enum")) {

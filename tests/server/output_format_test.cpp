@@ -70,6 +70,7 @@ TEST(OutputFormat, SchemasFlintCannotEnforceAre400sNamingWhere) {
         {{{"type", "object"}, {"properties", {{"a", {{"type", "string"}, {"enum", {1, 2}}}}}}}, "text.format.schema.properties.a"},
         {{{"type", "object"}, {"properties", {{"a", {{"type", "string"}, {"enum", "x"}}}}}}, "text.format.schema.properties.a.enum"},
         {{{"type", "object"}, {"required", "a"}}, "text.format.schema.required"},
+        {{{"type", "object"}, {"properties", {{"a", {{"enum", {1}}, {"minItems", 1}}}}}}, "text.format.schema.properties.a.minItems"},
         {json("object"), "text.format.schema"},
     };
     for (const Case& c : cases) {

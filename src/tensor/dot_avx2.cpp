@@ -331,9 +331,11 @@ void tile_k(int64_t cols, const void* w, size_t ws, int nr, const void* a, size_
     }
 }
 
-// The eight-row kernels prefetch the weight stream (tensor/prefetch.h) from two tokens a pass, as the
-// sixteen-row ones do (not Q6_K's: slower with it at 2-17 tokens, kernels_bench Cpu1TLayouts).
-constexpr int kPrefetchFrom = 2;
+// The eight-row kernels prefetch the weight stream (tensor/prefetch.h) for every pass, one token too
+// (not Q6_K's: slower with it at 2-17 tokens, kernels_bench Cpu1TLayouts). Unlike the AVX-512 sixteen-row
+// kernels on Zen 4, one token streams faster with it on an AVX2-only Zen 3 (EPYC 7003 VM, 2026-12-01,
+// kernels_bench BM_ModelDecode/1/1/1, the 0.5B Q4_0 step against plain reads of its tensors, two
+// alternating rounds): 83-86% of the reads without, 93-94% with both distances (91-93% with either alone).
 
 // ---- Q4_0 and Q5_0, eight rows interleaved (BlockQ4_0R8 / BlockQ5_0R8, tensor/repack.h) ----------------
 // Per block, four loads give eight registers of 4-element quads, 32-bit lane i = row i (levels 0..15; Q5_0
@@ -411,7 +413,7 @@ void group_r8(int64_t nb, const typename W::Block* wb, const uint8_t* a, size_t 
     __m256 acc[T];
     for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
-        if constexpr (T >= kPrefetchFrom) prefetch_stream(wb + b, sizeof(wb[b]));
+        prefetch_stream(wb + b, sizeof(wb[b]));
         __m256i w[8];
         W::load(wb[b], w);
         const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb[b].d)));
@@ -455,7 +457,7 @@ void group_q45kr8(int64_t nb, const typename L::Block* wb, const uint8_t* a, siz
     const __m256i lo6 = _mm256_set1_epi32(0x3f3f3f3f), lo4 = _mm256_set1_epi32(0x0f0f0f0f), lo2 = _mm256_set1_epi32(0x03030303);
     for (int64_t b = 0; b < nb; ++b) {
         const typename L::Block& B = wb[b];
-        if constexpr (T >= kPrefetchFrom) prefetch_stream(&B, sizeof(B));
+        prefetch_stream(&B, sizeof(B));
         const __m256i w0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(B.sc[0]));
         const __m256i w1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(B.sc[1]));
         const __m256i w2 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(B.sc[2]));

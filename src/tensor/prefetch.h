@@ -6,8 +6,9 @@
 // on each block (several tokens per pass) held too few misses in flight and streamed at 14 GB/s per core
 // where the core can read 30-45; with both it keeps the stream in flight while it computes.
 // Measured (flint_kernels_bench Cpu1TFew, one thread, Q8_0 40000x896, AVX-512, two alternating rounds):
-// 2 tokens 1343 -> 834 us, 4 tokens 1299 -> 970, 8 tokens 2843 -> 1723, 17 tokens 4130 -> 3714; one
-// token is left to the hardware prefetcher (slower with either request).
+// 2 tokens 1343 -> 834 us, 4 tokens 1299 -> 970, 8 tokens 2843 -> 1723, 17 tokens 4130 -> 3714. For one
+// token it depends on the core: slower with either request on Zen 4 (AVX-512 kernels), faster on Zen 3
+// (AVX2 kernels): each kernel file says which it does.
 #pragma once
 #include <cstddef>
 

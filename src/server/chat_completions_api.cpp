@@ -59,6 +59,48 @@ void parse_params(const json& body, CompletionParams& p, int64_t default_max) {
     if (const json* f = field(body, "response_format")) p.format = output_format(*f, "response_format", FormatApi::Chat);
 }
 
+// The deprecated function-calling form: `functions` (a list of {name, description, parameters}) and
+// `function_call` ("none", "auto" or {name}) become the tools and tool_choice they stand for.
+void parse_legacy_functions(const json& body, ChatRequest& r) {
+    const json* fs = field(body, "functions");
+    const json* fc = field(body, "function_call");
+    if (!fs && !fc) return;
+    if (fs && field(body, "tools"))
+        throw bad_request("Give either 'functions' (deprecated) or 'tools', not both.", "functions", "invalid_value");
+    if (fc && field(body, "tool_choice"))
+        throw bad_request("Give either 'function_call' (deprecated) or 'tool_choice', not both.", "function_call", "invalid_value");
+    if (fc && !fs) throw bad_request("'function_call' needs 'functions'.", "function_call", "invalid_value");
+    if (!fs->is_array()) wrong_type("functions", "an array");
+    if (fs->empty()) throw bad_request("Invalid 'functions': empty array. Expected at least one function.", "functions", "empty_array");
+    json tools = json::array();
+    for (size_t i = 0; i < fs->size(); ++i) {
+        const std::string param = "functions[" + std::to_string(i) + "]";
+        if (!(*fs)[i].is_object()) wrong_type(param, "an object {name, description, parameters}");
+        if (!opt_string((*fs)[i], "name", param + ".name"))
+            throw bad_request("Missing required parameter: '" + param + ".name'.", param + ".name", "missing_required_parameter");
+        tools.push_back({{"type", "function"}, {"function", (*fs)[i]}});
+    }
+    r.tools = std::move(tools);
+    if (fc) {
+        if (*fc == "none" || *fc == "auto") {
+            r.tool_choice = *fc;
+        } else {
+            const std::optional<std::string> name = fc->is_object() ? opt_string(*fc, "name", "function_call.name") : std::nullopt;
+            if (!name)
+                throw bad_request("Invalid 'function_call': expected \"none\", \"auto\" or {\"name\": …}.", "function_call",
+                                  "invalid_value");
+            bool known = false;
+            for (const json& f : *fs) known = known || f["name"] == *name;
+            if (!known)
+                throw bad_request("Invalid 'function_call': function '" + *name + "' is not among the functions.", "function_call",
+                                  "invalid_value");
+            r.tool_choice = {{"type", "function"}, {"function", {{"name", *name}}}};
+        }
+    }
+    r.legacy_functions = true;
+    r.parallel_tool_calls = false;  // the deprecated form has room for one call
+}
+
 }  // namespace
 
 ChatRequest parse_chat_request(const json& body) {
@@ -72,11 +114,6 @@ ChatRequest parse_chat_request(const json& body) {
     if (r.p.top_logprobs > 0 && !r.p.logprobs)
         throw bad_request("Invalid 'top_logprobs': it needs 'logprobs' set to true.", "top_logprobs", "invalid_value");
     // What flint cannot do, refused by name rather than answered without it.
-    for (const char* legacy : {"functions", "function_call"})
-        if (field(body, legacy))
-            throw bad_request(std::string("'") + legacy + "' (deprecated function calling) is not supported: use 'tools' and "
-                                  "'tool_choice'.",
-                              legacy, "unsupported_parameter");
     if (field(body, "audio"))
         throw bad_request("'audio' output is not supported: flint answers in text.", "audio", "unsupported_parameter");
     if (const json* mod = field(body, "modalities")) {
@@ -101,7 +138,7 @@ ChatRequest parse_chat_request(const json& body) {
         if (!role) throw bad_request("Missing required parameter: '" + param + ".role'.", param + ".role", "missing_required_parameter");
         const json* c = field(m, "content");
         std::string text = c ? text_content(*c, param + ".content", {"text"}) : "";
-        if (*role == "tool") {
+        if (*role == "tool" || *role == "function") {  // "function": the deprecated form's result, by name
             InputItem it;
             it.kind = InputItem::Kind::FunctionCallOutput;
             it.call_id = opt_string(m, "tool_call_id", param + ".tool_call_id").value_or("");
@@ -111,8 +148,16 @@ ChatRequest parse_chat_request(const json& body) {
         }
         if (*role != "system" && *role != "developer" && *role != "user" && *role != "assistant")
             throw bad_request("Invalid value for '" + param + ".role': '" + *role + "'.", param + ".role", "invalid_value");
-        if (!text.empty() || *role != "assistant" || !field(m, "tool_calls"))
+        if (!text.empty() || *role != "assistant" || !(field(m, "tool_calls") || field(m, "function_call")))
             r.messages.push_back(InputItem::message(*role, text));
+        if (const json* fc = field(m, "function_call"); fc && *role == "assistant") {  // the deprecated form's call
+            if (!fc->is_object()) wrong_type(param + ".function_call", "an object {name, arguments}");
+            InputItem it;
+            it.kind = InputItem::Kind::FunctionCall;
+            it.name = opt_string(*fc, "name", param + ".function_call.name").value_or("");
+            it.arguments = opt_string(*fc, "arguments", param + ".function_call.arguments").value_or("{}");
+            r.messages.push_back(std::move(it));
+        }
         if (const json* tcs = field(m, "tool_calls")) {
             if (!tcs->is_array()) wrong_type(param + ".tool_calls", "an array");
             for (const json& tc : *tcs) {
@@ -133,6 +178,7 @@ ChatRequest parse_chat_request(const json& body) {
     }
     if (const json* tc = field(body, "tool_choice")) r.tool_choice = *tc;
     r.parallel_tool_calls = opt_bool(body, "parallel_tool_calls", "parallel_tool_calls").value_or(true);
+    parse_legacy_functions(body, r);
     return r;
 }
 

@@ -39,6 +39,9 @@ struct ChatRequest {
     json tools = nullptr;
     json tool_choice = "auto";
     bool parallel_tool_calls = true;  // false: at most one call per answer (the first)
+    // The deprecated `functions` / `function_call` form, read into tools / tool_choice: the answer's call is
+    // then the message's `function_call` (finish_reason "function_call"), one at most.
+    bool legacy_functions = false;
 };
 ChatRequest parse_chat_request(const json& body);
 

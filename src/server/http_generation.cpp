@@ -473,15 +473,19 @@ net::awaitable<void> handle_chat_completions(HttpContext& c, const json& body) {
                 tool_calls.push_back({{"index", k}, {"id", make_id("call_")}, {"type", "function"},
                                       {"function", {{"name", parsed.calls[k].name}, {"arguments", parsed.calls[k].arguments}}}});
         }
-        const std::string finish = finish_reason_string(finals[i].finish, !tool_calls.empty());
+        // The deprecated functions form: its one call is the message's function_call, not a tool call.
+        const bool legacy_call = req.legacy_functions && !tool_calls.empty();
+        const std::string finish = legacy_call ? "function_call" : finish_reason_string(finals[i].finish, !tool_calls.empty());
         if (!req.p.stream) {
             json lp = req.p.logprobs ? json{{"content", ch.logprobs}} : json(nullptr);
             for (auto& t : tool_calls) t.erase("index");
-            done.push_back(chat_choice(i, ch.text, tool_calls, finish, lp));
+            done.push_back(chat_choice(i, ch.text, legacy_call ? json::array() : tool_calls, finish, lp));
+            if (legacy_call) done.back()["message"]["function_call"] = tool_calls[0]["function"];
             continue;
         }
         if (!rest.empty()) out += data(chat_chunk(id, model, created, i, {{"content", rest}}, nullptr, rest_lp));
-        if (!tool_calls.empty()) out += data(chat_chunk(id, model, created, i, {{"tool_calls", tool_calls}}, nullptr, nullptr));
+        if (legacy_call) out += data(chat_chunk(id, model, created, i, {{"function_call", tool_calls[0]["function"]}}, nullptr, nullptr));
+        else if (!tool_calls.empty()) out += data(chat_chunk(id, model, created, i, {{"tool_calls", tool_calls}}, nullptr, nullptr));
         out += data(chat_chunk(id, model, created, i, json::object(), finish, nullptr));
     }
     const std::string timing = server_timing(combined_timings(finals, warm), parse_ms);

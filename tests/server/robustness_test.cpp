@@ -86,8 +86,6 @@ TEST_F(BadInput, UnknownFieldsAreIgnored) {
 // refused by name, not ignored (the answer would silently lack them).
 TEST_F(BadInput, ChatFeaturesFlintLacksAre400sNotIgnored) {
     const std::vector<std::pair<std::string, json>> cases = {
-        {"functions", json::array({{{"name", "f"}, {"parameters", {{"type", "object"}}}}})},
-        {"function_call", "auto"},
         {"audio", {{"voice", "alloy"}, {"format", "wav"}}},
         {"modalities", {"text", "audio"}},
         {"web_search_options", json::object()}};

@@ -321,6 +321,81 @@ TEST_F(ToolChoiceHttp, WithToolsAJsonFormattedAnswerMayBeACall) {
     EXPECT_EQ(choice["message"]["tool_calls"][0]["function"]["name"], "exec_command");
 }
 
+// The deprecated function-calling form (`functions`, `function_call`, role "function", an assistant message's
+// `function_call`): read as tools and tool_choice, answered in its own shape — the call as the message's
+// `function_call` and finish_reason "function_call" — streamed and not.
+TEST_F(ToolChoiceHttp, DeprecatedFunctionsAreAnsweredInTheirOwnShape) {
+    json functions = json::array();
+    for (const json& t : chat_tools()) functions.push_back(t["function"]);
+    json req = {{"model", "caller"}, {"messages", {{{"role", "user"}, {"content", "Run echo."}}}}, {"functions", functions}};
+    HttpResult r = post_json(port(), "/v1/chat/completions", req);
+    ASSERT_EQ(r.status, 200) << r.body;
+    json choice = r.json_body()["choices"][0];
+    EXPECT_EQ(choice["finish_reason"], "function_call") << r.body;
+    EXPECT_FALSE(choice["message"].contains("tool_calls")) << r.body;
+    EXPECT_EQ(choice["message"]["function_call"]["name"], "exec_command");
+    EXPECT_EQ(json::parse(choice["message"]["function_call"]["arguments"].get<std::string>()), json({{"cmd", "echo flint-tool-ran"}}));
+
+    req["stream"] = true;
+    SseResult s = sse(port(), "/v1/chat/completions", req);
+    ASSERT_EQ(s.status, 200) << s.body;
+    json call;
+    std::string finish;
+    for (const SseEvent& e : s.events) {
+        if (e.data == "[DONE]") break;
+        const json c = json::parse(e.data);
+        const json& d = c["choices"][0]["delta"];
+        EXPECT_FALSE(d.contains("tool_calls")) << e.data;
+        if (d.contains("function_call")) call = d["function_call"];
+        if (!c["choices"][0]["finish_reason"].is_null()) finish = c["choices"][0]["finish_reason"];
+    }
+    EXPECT_EQ(call["name"], "exec_command") << s.body;
+    EXPECT_EQ(finish, "function_call");
+
+    // function_call forces a named function ("args" writes only the arguments) or, "none", rules calls out.
+    req = {{"model", "args"}, {"messages", {{{"role", "user"}, {"content", "Say hi."}}}}, {"functions", functions},
+           {"function_call", {{"name", "exec_command"}}}};
+    r = post_json(port(), "/v1/chat/completions", req);
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(json::parse(r.json_body()["choices"][0]["message"]["function_call"]["arguments"].get<std::string>()),
+              json({{"cmd", "echo hi"}}));
+    req["model"] = "caller";  // a call is its first token: banned, it says something else until max_tokens
+    req["function_call"] = "none";
+    req["max_tokens"] = 8;
+    r = post_json(port(), "/v1/chat/completions", req);
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(r.json_body()["choices"][0]["finish_reason"], "length") << r.body;
+    EXPECT_FALSE(r.json_body()["choices"][0]["message"].contains("function_call"));
+
+    // A conversation in the old shape (the assistant's function_call, the result as role "function") is read.
+    req = {{"model", "caller"},
+           {"functions", functions},
+           {"messages",
+            {{{"role", "user"}, {"content", "Run echo."}},
+             {{"role", "assistant"}, {"content", nullptr}, {"function_call", {{"name", "exec_command"}, {"arguments", "{\"cmd\":\"echo\"}"}}}},
+             {{"role", "function"}, {"name", "exec_command"}, {"content", "flint-tool-ran"}}}}};
+    r = post_json(port(), "/v1/chat/completions", req);
+    EXPECT_EQ(r.status, 200) << r.body;
+
+    // Mixed or malformed: 400s naming the parameter.
+    const std::vector<std::pair<json, std::string>> bad = {
+        {{{"functions", functions}, {"tools", chat_tools()}}, "functions"},
+        {{{"functions", functions}, {"function_call", "auto"}, {"tool_choice", "auto"}}, "function_call"},
+        {{{"function_call", "auto"}}, "function_call"},
+        {{{"functions", "exec_command"}}, "functions"},
+        {{{"functions", json::array()}}, "functions"},
+        {{{"functions", {{{"parameters", json::object()}}}}}, "functions[0].name"},
+        {{{"functions", functions}, {"function_call", {{"name", "nope"}}}}, "function_call"},
+        {{{"functions", functions}, {"function_call", "required"}}, "function_call"}};
+    for (const auto& [extra, param] : bad) {
+        json b = {{"model", "caller"}, {"messages", {{{"role", "user"}, {"content", "x"}}}}};
+        b.update(extra);
+        HttpResult e = post_json(port(), "/v1/chat/completions", b);
+        EXPECT_EQ(e.status, 400) << extra.dump() << " " << e.body;
+        EXPECT_EQ(e.json_body()["error"]["param"], param) << e.body;
+    }
+}
+
 TEST_F(ToolChoiceHttp, AFunctionNotAmongTheToolsOrAnUnknownFormIs400) {
     const json bad[] = {json{{"type", "function"}, {"name", "nope"}}, json("sometimes"), json{{"type", "file_search"}}};
     for (const json& tc : bad) {

@@ -165,6 +165,24 @@ test('function calling over Chat Completions: the SDK stream helper assembles th
   assert.equal(next.choices[0].finish_reason, 'stop');
 });
 
+test('deprecated functions through the SDK: the stream helper assembles function_call, the result goes back as role function', async () => {
+  const functions = [{ name: 'exec_command', parameters: PARAMS }];
+  const messages = [{ role: 'user', content: 'Run echo.' }];
+  const stream = client.chat.completions.stream({ model: 'agent', messages, functions });
+  const done = await stream.finalChatCompletion();
+  const msg = done.choices[0].message;
+  assert.equal(done.choices[0].finish_reason, 'function_call');
+  assert.equal(msg.function_call.name, 'exec_command');
+  assert.deepEqual(JSON.parse(msg.function_call.arguments), { cmd: 'echo flint-tool-ran' });
+  assert.ok(!msg.tool_calls || msg.tool_calls.length === 0, 'the old form has no tool_calls');
+  const next = await client.chat.completions.create({
+    model: 'agent', functions,
+    messages: [...messages, msg, { role: 'function', name: 'exec_command', content: 'flint-tool-ran' }],
+  });
+  assert.equal(next.choices[0].message.content, ANSWER);
+  assert.equal(next.choices[0].finish_reason, 'stop');
+});
+
 test('a wrong key is an AuthenticationError', async () => {
   const bad = new OpenAI({ apiKey: 'sk-wrong', baseURL: client.baseURL, maxRetries: 0 });
   await assert.rejects(bad.responses.create({ model: model(), input: 'x' }), (e) => e.status === 401);

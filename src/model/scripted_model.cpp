@@ -25,7 +25,12 @@ constexpr uint32_t kMaxPlaces = 1021;  // one-hot places (and two flag dimension
 constexpr float kChain = 16;     // script[i] -> script[i + 1]
 constexpr float kStartA = 8;     // any other token -> the first script's first token (without the flag)
 constexpr float kStartB = 4;     //                 -> the second script's first token (plus kFlag with it)
-constexpr float kFlag = 8;       // the flag's pull towards the second script's start, away from the first's
+constexpr float kFlag = 8;       // the flag's pull towards the second script's start
+// ... and away from the first's, past zero: with the flag the first script's start is 4x below every token
+// the scripts do not place (>= 22 logits), not tied with them. A tie would leave a constrained decoder
+// (say, JSON that must fit a schema, where neither script's start fits but both that and "{" may) to
+// choose between them on the last bit of the flag's rounding, which differs between kernels.
+constexpr float kFlagAway = kStartA + 4;
 // The flag head: a constant query meets a key only the marker has (dimension 2 of head 0, past the two
 // rotated dimensions, so position plays no part): score 9 n_embd / (8 sqrt 2) >= 50 over every other
 // position, so the head reads the marker's value alone, wherever it is in the context.
@@ -132,7 +137,7 @@ ScriptedModelResult write_scripted_model(const ScriptedModelOptions& o, const st
         for (size_t i = 0; i + 1 < s.size(); ++i) out[s[i + 1]] = {{place[s[i]], kChain}};
         out[res.end_token].push_back({place[s.back()], kChain});
     };
-    chain(res.tokens, kStartA, -kFlag);
+    chain(res.tokens, kStartA, -kFlagAway);
     chain(res.then_tokens, kStartB, kFlag);
     // Every token the scripts do not place is "other" (column 0); the marker also sets its key dimension.
     if (two) embed[res.marker] = {{0, 1.0f}, {key, 1.0f}};

@@ -113,6 +113,18 @@ TEST(ScriptedModel, SwitchesToTheSecondScriptOnceTheMarkerIsInTheContext) {
         {turn("Run echo hi.", filler), answer},              // the marker ~1,500 tokens back
         {s.tok->encode("x_response", false, false), answer}, // the marker as the last token
     };
+    // Once the marker is seen, the first script's start is well below every token the scripts do not place
+    // (not tied with them at ~0): a constrained decoder that may write neither script's start but may write
+    // "@" — or the "{" of JSON — picks that, whatever the kernels' rounding. (It decided Codex's
+    // --output-schema turn: a second tool call on one machine, the JSON answer on another.)
+    const int32_t unplaced = s.tok->encode("@", false, false).at(0);
+    for (const auto& script : {s.info.tokens, s.info.then_tokens}) ASSERT_EQ(std::count(script.begin(), script.end(), unplaced), 0);
+    for (size_t i = 1; i < cases.size(); ++i) {
+        test::Runner r(s.model, static_cast<int>(cases[i].first.size()) + 1);
+        const std::vector<float> logits = r.run(cases[i].first, 0, Logits::Last);
+        EXPECT_LT(logits[s.info.tokens.front()], logits[unplaced] - 16) << "case " << i;
+        EXPECT_GT(logits[s.info.then_tokens.front()], logits[unplaced] + 32) << "case " << i;
+    }
     for (const auto& [prompt, want] : cases)
         for (float temp : {0.0f, 1.0f, 2.0f}) {
             std::vector<int32_t> out = generate(s.model, *s.tok, prompt, {.temperature = temp, .seed = 7}, 64);

@@ -132,6 +132,17 @@ float dot_q8_0r16(int64_t cols, const BlockQ8_0R16* w, int i, const BlockQ8_0S* 
     return sum;
 }
 
+// Row i (0..kR8Rows-1) of Q8_0_R8 blocks, likewise (signed levels).
+float dot_q8_0r8(int64_t cols, const BlockQ8_0R8* w, int i, const BlockQ8_0S* a) {
+    float sum = 0;
+    for (int64_t b = 0; b < cols / QK; ++b) {
+        int isum = 0;
+        for (int e = 0; e < QK; ++e) isum += int(w[b].qs[32 * (e / 4) + 4 * i + e % 4]) * a[b].qs[e];
+        sum += fp16_to_fp32(w[b].d[i]) * a[b].d * float(isum);
+    }
+    return sum;
+}
+
 // Row i's fifth bit of element e in a repacked Q5_0 block (sixteen rows: byte masks; eight: a 32-bit one).
 int fifth_bit(const BlockQ5_0R16& b, int i, int e) { return q5r16_high_bit(b, i, e); }
 int fifth_bit(const BlockQ5_0R8& b, int i, int e) { return int((b.qh[e / 4] >> (4 * i + e % 4)) & 1); }
@@ -188,7 +199,8 @@ DType activation_type(DType w) {
         case DType::Q4_K: case DType::Q5_K: case DType::Q6_K: case DType::Q4_K_R16: case DType::Q5_K_R16:
         case DType::Q6_K_R16: case DType::Q4_K_R8: case DType::Q5_K_R8: case DType::Q6_K_R8:
             return DType::Q8_K;
-        case DType::Q8_0_R16: case DType::Q4_0_R16: case DType::Q5_0_R16: case DType::Q4_0_R8: case DType::Q5_0_R8:
+        case DType::Q8_0_R16: case DType::Q4_0_R16: case DType::Q5_0_R16: case DType::Q8_0_R8: case DType::Q4_0_R8:
+        case DType::Q5_0_R8:
             return DType::Q8_0_S;
         default: return DType::F32;
     }
@@ -207,6 +219,7 @@ void fill_scalar(KernelSet& k) {
     k.tile[id(DType::Q8_0_R16)] = tile_scalar_r16<BlockQ8_0R16, BlockQ8_0S, dot_q8_0r16>;
     k.tile[id(DType::Q4_0_R16)] = tile_scalar_r16<BlockQ4_0R16, BlockQ8_0S, dot_q45_0_rows<BlockQ4_0R16, kR16Rows, false>>;
     k.tile[id(DType::Q5_0_R16)] = tile_scalar_r16<BlockQ5_0R16, BlockQ8_0S, dot_q45_0_rows<BlockQ5_0R16, kR16Rows, true>>;
+    k.tile[id(DType::Q8_0_R8)] = tile_scalar_r16<BlockQ8_0R8, BlockQ8_0S, dot_q8_0r8, kR8Rows>;
     k.tile[id(DType::Q4_0_R8)] = tile_scalar_r16<BlockQ4_0R8, BlockQ8_0S, dot_q45_0_rows<BlockQ4_0R8, kR8Rows, false>, kR8Rows>;
     k.tile[id(DType::Q5_0_R8)] = tile_scalar_r16<BlockQ5_0R8, BlockQ8_0S, dot_q45_0_rows<BlockQ5_0R8, kR8Rows, true>, kR8Rows>;
     k.tile[id(DType::Q4_K_R16)] = tile_scalar_r16<BlockQ4_KR16, BlockQ8_K, dot_kr16<BlockQ4_KR16, BlockQ4_K, q4kr16_row, dot_q4_k>>;

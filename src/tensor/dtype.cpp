@@ -30,7 +30,7 @@ constexpr std::array kTypes = {
     Entry{DType::Q6_K_R16, {"q6_k_r16", 256, 210}}, Entry{DType::Q5_K_R16, {"q5_k_r16", 256, 176}},
     Entry{DType::Q4_0_R8, {"q4_0_r8", 32, 18}}, Entry{DType::Q5_0_R8, {"q5_0_r8", 32, 22}},
     Entry{DType::Q4_K_R8, {"q4_k_r8", 256, 144}}, Entry{DType::Q5_K_R8, {"q5_k_r8", 256, 176}},
-    Entry{DType::Q6_K_R8, {"q6_k_r8", 256, 210}},
+    Entry{DType::Q6_K_R8, {"q6_k_r8", 256, 210}}, Entry{DType::Q8_0_R8, {"q8_0_r8", 32, 34}},
     Entry{DType::Q8_0_S, {"q8_0_s", 32, 40}},
 };
 

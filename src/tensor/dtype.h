@@ -43,6 +43,7 @@ enum class DType : uint32_t {
     Q4_K_R8 = 109,   // Q4_K rows repacked eight at a time for the AVX2 kernels (BlockQ4_KR8)
     Q5_K_R8 = 110,   // Q5_K rows repacked eight at a time for the AVX2 kernels (BlockQ5_KR8)
     Q6_K_R8 = 111,   // Q6_K rows repacked eight at a time for the AVX2 kernels (BlockQ6_KR8)
+    Q8_0_R8 = 112,   // Q8_0 rows repacked eight at a time for the AVX2 kernels (BlockQ8_0R8)
 };
 // Every id is below this (the kernel tables are indexed by id up to it).
 constexpr uint32_t kMaxDTypeId = 128;

@@ -49,6 +49,9 @@ struct BlockQ4_0R8 { uint8_t qs[kR8Rows * QK / 2]; uint16_t d[kR8Rows]; };
 // Q5_0 likewise, Q4_0_R8's nibbles plus per register k (elements 4k + c, k = 0..7) a 32-bit mask whose bit
 // 4 i + c is row i's fifth bit of that element.
 struct BlockQ5_0R8 { uint8_t qs[kR8Rows * QK / 2]; uint32_t qh[8]; uint16_t d[kR8Rows]; };
+// Q8_0 likewise: qs[32 k + 4 i + c] = row i's level of element 4k + c (k = 0..7), signed as in the file
+// (without VNNI there is no unsigned-by-signed dot that takes 8-bit levels up to 255 without saturating).
+struct BlockQ8_0R8 { int8_t qs[kR8Rows * QK]; uint16_t d[kR8Rows]; };
 // Row i's nibble of sub-block element e (0..31) in a Q4_K_R16 / Q5_K_R16 sub-block's 256 nibble bytes (or,
 // with G = 8, a Q4_K_R8 sub-block's 128).
 template <int G = 16>
@@ -157,7 +160,7 @@ struct BlockQ8_0S { int8_t qs[QK]; float d; int32_t ofs; };
 static_assert(sizeof(BlockQ8_0R16) == 16 * 34 && sizeof(BlockQ4_0R16) == 16 * 18 && sizeof(BlockQ5_0R16) == 16 * 22 &&
               sizeof(BlockQ4_KR16) == 16 * 144 && sizeof(BlockQ6_KR16) == 16 * 210 &&
               sizeof(BlockQ5_KR16) == 16 * 176 && sizeof(BlockQ8_0S) == 40);
-static_assert(sizeof(BlockQ4_0R8) == 8 * 18 && sizeof(BlockQ5_0R8) == 8 * 22 && sizeof(BlockQ4_KR8) == 8 * 144 &&
+static_assert(sizeof(BlockQ8_0R8) == 8 * 34 && sizeof(BlockQ4_0R8) == 8 * 18 && sizeof(BlockQ5_0R8) == 8 * 22 && sizeof(BlockQ4_KR8) == 8 * 144 &&
               sizeof(BlockQ5_KR8) == 8 * 176 && sizeof(BlockQ6_KR8) == 8 * 210);
 static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ5_0) == 22 && sizeof(BlockQ8_0) == 34);
 static_assert(sizeof(BlockQ4_K) == 144 && sizeof(BlockQ5_K) == 176 && sizeof(BlockQ6_K) == 210);

@@ -23,6 +23,17 @@ void pack_q8_0(const BlockQ8_0* rows, int64_t nb, BlockQ8_0R16* out) {
     }
 }
 
+// Eight rows likewise, the levels kept signed (BlockQ8_0R8).
+void pack_q8_0_r8(const BlockQ8_0* rows, int64_t nb, BlockQ8_0R8* out) {
+    for (int64_t b = 0; b < nb; ++b) {
+        for (int i = 0; i < kR8Rows; ++i) {
+            const BlockQ8_0& src = rows[i * nb + b];
+            for (int e = 0; e < QK; ++e) out[b].qs[32 * (e / 4) + 4 * i + e % 4] = src.qs[e];
+            out[b].d[i] = src.d;
+        }
+    }
+}
+
 // Q4_0 or Q5_0 rows (Src) in G-row groups (16 or 8): row i's nibble byte j at quad j / 4, 4 G bytes per quad,
 // and its scale.
 template <int G, typename Src, typename B>
@@ -142,6 +153,7 @@ constexpr Packer kPackers[] = {
     {DType::Q4_K, DType::Q4_K_R16, pack_bytes<BlockQ4_K, BlockQ4_KR16, pack_q4_k<kR16Rows>>},
     {DType::Q5_K, DType::Q5_K_R16, pack_bytes<BlockQ5_K, BlockQ5_KR16, pack_q5_k<kR16Rows>>},
     {DType::Q6_K, DType::Q6_K_R16, pack_bytes<BlockQ6_K, BlockQ6_KR16, pack_q6_k<kR16Rows>>},
+    {DType::Q8_0, DType::Q8_0_R8, pack_bytes<BlockQ8_0, BlockQ8_0R8, pack_q8_0_r8>},
     {DType::Q4_0, DType::Q4_0_R8, pack_bytes<BlockQ4_0, BlockQ4_0R8, pack_nibble_rows<kR8Rows>>},
     {DType::Q5_0, DType::Q5_0_R8, pack_bytes<BlockQ5_0, BlockQ5_0R8, pack_q5_0<kR8Rows>>},
     {DType::Q4_K, DType::Q4_K_R8, pack_bytes<BlockQ4_K, BlockQ4_KR8, pack_q4_k<kR8Rows>>},
@@ -174,7 +186,8 @@ int interleaved_rows(DType t) {
         case DType::Q8_0_R16: case DType::Q4_0_R16: case DType::Q5_0_R16: case DType::Q4_K_R16: case DType::Q5_K_R16:
         case DType::Q6_K_R16:
             return kR16Rows;
-        case DType::Q4_0_R8: case DType::Q5_0_R8: case DType::Q4_K_R8: case DType::Q5_K_R8: case DType::Q6_K_R8:
+        case DType::Q8_0_R8: case DType::Q4_0_R8: case DType::Q5_0_R8: case DType::Q4_K_R8: case DType::Q5_K_R8:
+        case DType::Q6_K_R8:
             return kR8Rows;
         default: return 1;
     }
@@ -238,6 +251,10 @@ void dequantize_matrix_row(DType t, const void* data, int64_t row, int64_t cols,
             const auto& blk = reinterpret_cast<const BlockQ8_0R16*>(group)[b];
             const float d = fp16_to_fp32(blk.d[i]);
             for (int e = 0; e < QK; ++e) y[e] = d * float(int(blk.qs[64 * (e / 4) + 4 * i + e % 4]) - 128);
+        } else if (t == DType::Q8_0_R8) {
+            const auto& blk = reinterpret_cast<const BlockQ8_0R8*>(group)[b];
+            const float d = fp16_to_fp32(blk.d[i]);
+            for (int e = 0; e < QK; ++e) y[e] = d * float(blk.qs[32 * (e / 4) + 4 * i + e % 4]);
         } else if (t == DType::Q4_0_R16 || t == DType::Q4_0_R8) {
             // Sixteen rows' quads 64 bytes apart, eight rows' 32.
             const bool r8 = t == DType::Q4_0_R8;

@@ -117,14 +117,15 @@ TEST(QuantizedGreedy, RepackedWeightsGiveTheFileLayoutsLogits) {
     }
 }
 
-// On an AVX2 CPU (forced here) Q4_0 and Q5_0 matrices are repacked eight rows at a time (Q4_0_R8,
-// Q5_0_R8) instead: the same logits as the file's layout within the kernels' rounding, the same greedy text.
+// On an AVX2 CPU (forced here) Q8_0, Q4_0 and Q5_0 matrices are repacked eight rows at a time (Q8_0_R8,
+// Q4_0_R8, Q5_0_R8) instead: the same logits as the file's layout within the kernels' rounding, the same greedy text.
 TEST(QuantizedGreedy, EightRowLayoutsGiveTheFileLayoutsLogits) {
     FLINT_REQUIRE_SHARED("models/stories260K.gguf");
     if (best_isa() == Isa::Scalar) GTEST_SKIP() << "this CPU has no AVX2";
     const std::string src = shared_path("models/stories260K.gguf");
     const Isa best = active_isa();
-    for (auto [type, packed_type] : {std::pair{DType::Q4_0, DType::Q4_0_R8}, std::pair{DType::Q5_0, DType::Q5_0_R8}}) {
+    for (auto [type, packed_type] : {std::pair{DType::Q8_0, DType::Q8_0_R8}, std::pair{DType::Q4_0, DType::Q4_0_R8},
+                                     std::pair{DType::Q5_0, DType::Q5_0_R8}}) {
         const std::string out = ::testing::TempDir() + "/stories260K-r8-" + std::string(dtype_name(type)) + ".gguf";
         gguf::QuantizeOptions o;
         o.target = type;

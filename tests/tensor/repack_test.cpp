@@ -23,6 +23,7 @@ struct Pair { DType file, packed; };
 const Pair kPairs[] = {{DType::Q8_0, DType::Q8_0_R16},
                        {DType::Q4_0, DType::Q4_0_R16},
                        {DType::Q5_0, DType::Q5_0_R16},
+                       {DType::Q8_0, DType::Q8_0_R8},
                        {DType::Q4_0, DType::Q4_0_R8},
                        {DType::Q5_0, DType::Q5_0_R8},
                        {DType::Q4_K, DType::Q4_K_R8},
@@ -143,14 +144,15 @@ TEST(Repack, TargetOnlyWhereTheKernelsHaveAFasterLayout) {
     set_isa(Isa::Scalar);
     EXPECT_FALSE(repack_target(DType::Q8_0, 64, 64));  // the scalar kernels read the file's layout
     if (best_isa() != Isa::Scalar) {
-        set_isa(Isa::AVX2);  // eight-row groups for 256-bit registers: Q4_0, Q5_0, Q4_K, Q5_K, Q6_K
+        set_isa(Isa::AVX2);  // eight-row groups for 256-bit registers: Q8_0, Q4_0, Q5_0, Q4_K, Q5_K, Q6_K
+        EXPECT_EQ(std::optional(DType::Q8_0_R8), repack_target(DType::Q8_0, 24, 64));
         EXPECT_EQ(std::optional(DType::Q4_0_R8), repack_target(DType::Q4_0, 24, 64));
         EXPECT_EQ(std::optional(DType::Q5_0_R8), repack_target(DType::Q5_0, 24, 64));
         EXPECT_EQ(std::optional(DType::Q4_K_R8), repack_target(DType::Q4_K, 24, 256));
         EXPECT_EQ(std::optional(DType::Q5_K_R8), repack_target(DType::Q5_K, 24, 256));
         EXPECT_EQ(std::optional(DType::Q6_K_R8), repack_target(DType::Q6_K, 24, 256));
         EXPECT_FALSE(repack_target(DType::Q4_0, 20, 64));
-        EXPECT_FALSE(repack_target(DType::Q8_0, 64, 64));
+        EXPECT_FALSE(repack_target(DType::Q8_0, 60, 64));  // not whole groups of eight rows
     }
     if (best_isa() == Isa::AVX512) {
         set_isa(Isa::AVX512);

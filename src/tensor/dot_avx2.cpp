@@ -441,26 +441,32 @@ void group_r8(int64_t nb, const typename W::Block* wb, const uint8_t* a, size_t 
 // in int32 (lane i = row i's block dot), then as Q4_0_R8: one convert, one scale product and one FMA per
 // token and eight rows. The file layout's kernel spends a sign, a VPMADDUBSW, a VPMADDWD, a convert, a
 // scale product and an FMA per row, token and block.
-// The eight rows' dots (int32 lane i = row i) of one block against one token's activation block, given the
-// magnitudes of the levels.
+// The eight rows' dots (int32 lane i = row i) of one block against one token's activation block. A pass of
+// several tokens takes the levels' magnitudes from `wabs`, made once per block; one token (decode) makes
+// each from the level just loaded (the same integer dots; see group_q8r8).
+template <bool kOneToken>
 inline __m256i q8r8_dots(const BlockQ8_0R8& w, const BlockQ8_0S& a, const __m256i (&wabs)[8]) {
     const auto* wq = reinterpret_cast<const __m256i*>(w.qs);
     const __m256i ones = _mm256_set1_epi16(1);
     __m256i isum = _mm256_setzero_si256();
     for (int k = 0; k < 8; ++k) {
+        const __m256i wk = _mm256_loadu_si256(wq + k);
         int32_t q;
         std::memcpy(&q, a.qs + 4 * k, 4);
-        const __m256i s = _mm256_sign_epi8(_mm256_set1_epi32(q), _mm256_loadu_si256(wq + k));
-        isum = _mm256_add_epi32(isum, _mm256_madd_epi16(_mm256_maddubs_epi16(wabs[k], s), ones));
+        const __m256i s = _mm256_sign_epi8(_mm256_set1_epi32(q), wk);
+        __m256i mag;
+        if constexpr (kOneToken) mag = _mm256_abs_epi8(wk);
+        else mag = wabs[k];
+        isum = _mm256_add_epi32(isum, _mm256_madd_epi16(_mm256_maddubs_epi16(mag, s), ones));
     }
     return isum;
 }
 
-// One token (decode) takes |w| quad by quad instead of all eight first (the same integer dots) and only
-// the near prefetch, 8 KiB ahead: kernels_bench BM_ModelDecode/0/1/1 (the 0.5B Q8_0 step against plain
-// reads of its tensors, Zen 3, alternating builds) put the model's step at 80-95% of the reads with the
-// prefetch_stream pair, 91-98% so. The file layout's kernel streamed at 97-104% there: decode lost ~5% for
-// a batched kernel ~1.8x faster (BENCHMARKS.md, Twelfth session).
+// One token (decode) takes |w| quad by quad instead of all eight first and only the near prefetch, 8 KiB
+// ahead: kernels_bench BM_ModelDecode/0/1/1 (the 0.5B Q8_0 step against plain reads of its tensors, Zen 3,
+// alternating builds) put the model's step at 80-95% of the reads with the prefetch_stream pair, 91-98%
+// so. The file layout's kernel streamed at 97-104% there: the step lost ~5% against the reads (8-10% of
+// flint bench's decode) for a batched kernel ~1.8x faster (BENCHMARKS.md, Twelfth session).
 constexpr int kQ8R8DecodePrefetch = 8192;
 template <int T>
 void group_q8r8(int64_t nb, const BlockQ8_0R8* wb, const uint8_t* a, size_t as, float* y, int64_t ldy) {
@@ -469,30 +475,18 @@ void group_q8r8(int64_t nb, const BlockQ8_0R8* wb, const uint8_t* a, size_t as, 
     __m256 acc[T];
     for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
-        const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb[b].d)));
-        const auto* wq = reinterpret_cast<const __m256i*>(wb[b].qs);
+        __m256i wabs[8];
         if constexpr (T == 1) {
             for (size_t o = 0; o < sizeof(wb[b]); o += 64)
                 __builtin_prefetch(reinterpret_cast<const char*>(wb + b) + kQ8R8DecodePrefetch + o, 0, 3);
-            const BlockQ8_0S& ab = at[0][b];
-            const __m256i ones = _mm256_set1_epi16(1);
-            __m256i isum = _mm256_setzero_si256();
-            for (int k = 0; k < 8; ++k) {
-                const __m256i w = _mm256_loadu_si256(wq + k);
-                int32_t q;
-                std::memcpy(&q, ab.qs + 4 * k, 4);
-                const __m256i s = _mm256_sign_epi8(_mm256_set1_epi32(q), w);
-                isum = _mm256_add_epi32(isum, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(w), s), ones));
-            }
-            acc[0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(d, _mm256_set1_ps(ab.d)), acc[0]);
         } else {
             prefetch_stream(wb + b, sizeof(wb[b]));
-            __m256i wabs[8];
-            for (int k = 0; k < 8; ++k) wabs[k] = _mm256_abs_epi8(_mm256_loadu_si256(wq + k));
-            for (int t = 0; t < T; ++t) {
-                const __m256i isum = q8r8_dots(wb[b], at[t][b], wabs);
-                acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(d, _mm256_set1_ps(at[t][b].d)), acc[t]);
-            }
+            for (int k = 0; k < 8; ++k) wabs[k] = _mm256_abs_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb[b].qs) + k));
+        }
+        const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb[b].d)));
+        for (int t = 0; t < T; ++t) {
+            const __m256i isum = q8r8_dots<T == 1>(wb[b], at[t][b], wabs);
+            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(d, _mm256_set1_ps(at[t][b].d)), acc[t]);
         }
     }
     for (int t = 0; t < T; ++t) _mm256_storeu_ps(y + t * ldy, acc[t]);
@@ -623,10 +617,11 @@ void group_q6kr8(int64_t nb, const BlockQ6_KR8* wb, const uint8_t* a, size_t as,
 
 // The eight-row group kernels as tile_groups (tensor/tile_groups.h) wants them. Tokens a pass: 9 for the
 // 4- and 5-bit 32-element layouts, 6 for Q8_0_R8, Q4_K and Q5_K, 2 for Q6_K. Only ~3 (2) accumulators fit
-// the sixteen ymm registers beside the eight weight registers, and the rest live on the stack, but one token's spill and reload per
-// block costs less than another pass that re-streams and re-unpacks the weights: one thread, 8192x4864
-// (kernels_bench Cpu1TLayouts, two alternating rounds), 3 -> 9 tokens: Q4_0 at 17 tokens 7.8 -> 6.9 ms,
-// Q5_0 12.2 -> 8.7; 2 -> 6: Q4_K 10.3 -> 7.9, Q5_K 15.8 -> 10.5 (4-8 tokens 1.15-1.45x too); flat beyond.
+// the sixteen ymm registers beside the eight weight registers, and the rest live on the stack, but one
+// token's spill and reload per block costs less than another pass that re-streams and re-unpacks the
+// weights: one thread, 8192x4864 (kernels_bench Cpu1TLayouts, two alternating rounds), 3 -> 9 tokens: Q4_0
+// at 17 tokens 7.8 -> 6.9 ms, Q5_0 12.2 -> 8.7; 2 -> 6: Q4_K 10.3 -> 7.9, Q5_K 15.8 -> 10.5 (4-8 tokens
+// 1.15-1.45x too); flat beyond.
 // Q6_K's kernel has more live registers: 4 tokens in one pass were 8% slower than two passes of 2.
 template <typename W>
 struct R8 {

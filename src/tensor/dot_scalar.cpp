@@ -122,22 +122,13 @@ void tile_scalar(int64_t cols, const void* w, size_t w_stride, int nr, const voi
 
 // Row i (0..kR16Rows-1) of a group of repacked rows: the same block dots and the same f32 products, in
 // the same order, as dot_q8_0 / dot_q4_0 / dot_q5_0 on the file's layout (Q8_0S carries Q8_0's rounded scale).
-float dot_q8_0r16(int64_t cols, const BlockQ8_0R16* w, int i, const BlockQ8_0S* a) {
+// B: BlockQ8_0R16 or (eight rows, i < kR8Rows) BlockQ8_0R8.
+template <typename B>
+float dot_q8_0_rows(int64_t cols, const B* w, int i, const BlockQ8_0S* a) {
     float sum = 0;
     for (int64_t b = 0; b < cols / QK; ++b) {
         int isum = 0;
-        for (int e = 0; e < QK; ++e) isum += (int(w[b].qs[64 * (e / 4) + 4 * i + e % 4]) - 128) * a[b].qs[e];
-        sum += fp16_to_fp32(w[b].d[i]) * a[b].d * float(isum);
-    }
-    return sum;
-}
-
-// Row i (0..kR8Rows-1) of Q8_0_R8 blocks, likewise (signed levels).
-float dot_q8_0r8(int64_t cols, const BlockQ8_0R8* w, int i, const BlockQ8_0S* a) {
-    float sum = 0;
-    for (int64_t b = 0; b < cols / QK; ++b) {
-        int isum = 0;
-        for (int e = 0; e < QK; ++e) isum += int(w[b].qs[32 * (e / 4) + 4 * i + e % 4]) * a[b].qs[e];
+        for (int e = 0; e < QK; ++e) isum += q8_0_group_level(w[b], i, e) * a[b].qs[e];
         sum += fp16_to_fp32(w[b].d[i]) * a[b].d * float(isum);
     }
     return sum;
@@ -216,10 +207,10 @@ void fill_scalar(KernelSet& k) {
     k.tile[id(DType::Q4_K)] = tile_scalar<BlockQ4_K, BlockQ8_K, dot_q4_k>;
     k.tile[id(DType::Q5_K)] = tile_scalar<BlockQ5_K, BlockQ8_K, dot_q5_k>;
     k.tile[id(DType::Q6_K)] = tile_scalar<BlockQ6_K, BlockQ8_K, dot_q6_k>;
-    k.tile[id(DType::Q8_0_R16)] = tile_scalar_r16<BlockQ8_0R16, BlockQ8_0S, dot_q8_0r16>;
+    k.tile[id(DType::Q8_0_R16)] = tile_scalar_r16<BlockQ8_0R16, BlockQ8_0S, dot_q8_0_rows<BlockQ8_0R16>>;
     k.tile[id(DType::Q4_0_R16)] = tile_scalar_r16<BlockQ4_0R16, BlockQ8_0S, dot_q45_0_rows<BlockQ4_0R16, kR16Rows, false>>;
     k.tile[id(DType::Q5_0_R16)] = tile_scalar_r16<BlockQ5_0R16, BlockQ8_0S, dot_q45_0_rows<BlockQ5_0R16, kR16Rows, true>>;
-    k.tile[id(DType::Q8_0_R8)] = tile_scalar_r16<BlockQ8_0R8, BlockQ8_0S, dot_q8_0r8, kR8Rows>;
+    k.tile[id(DType::Q8_0_R8)] = tile_scalar_r16<BlockQ8_0R8, BlockQ8_0S, dot_q8_0_rows<BlockQ8_0R8>, kR8Rows>;
     k.tile[id(DType::Q4_0_R8)] = tile_scalar_r16<BlockQ4_0R8, BlockQ8_0S, dot_q45_0_rows<BlockQ4_0R8, kR8Rows, false>, kR8Rows>;
     k.tile[id(DType::Q5_0_R8)] = tile_scalar_r16<BlockQ5_0R8, BlockQ8_0S, dot_q45_0_rows<BlockQ5_0R8, kR8Rows, true>, kR8Rows>;
     k.tile[id(DType::Q4_K_R16)] = tile_scalar_r16<BlockQ4_KR16, BlockQ8_K, dot_kr16<BlockQ4_KR16, BlockQ4_K, q4kr16_row, dot_q4_k>>;

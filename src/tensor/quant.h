@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <cstddef>
+#include <type_traits>
 
 #include "tensor/dtype.h"
 
@@ -52,6 +53,14 @@ struct BlockQ5_0R8 { uint8_t qs[kR8Rows * QK / 2]; uint32_t qh[8]; uint16_t d[kR
 // Q8_0 likewise: qs[32 k + 4 i + c] = row i's level of element 4k + c (k = 0..7), signed as in the file
 // (without VNNI there is no unsigned-by-signed dot that takes 8-bit levels up to 255 without saturating).
 struct BlockQ8_0R8 { int8_t qs[kR8Rows * QK]; uint16_t d[kR8Rows]; };
+// Row i's level of element e in a repacked Q8_0 block: quads 4 G bytes apart (G = the block's rows), stored
+// + 128 as unsigned bytes in BlockQ8_0R16, as they are in BlockQ8_0R8.
+template <typename B>
+inline int q8_0_group_level(const B& b, int i, int e) {
+    constexpr int G = int(sizeof(B::qs)) / QK;
+    const int q = b.qs[4 * G * (e / 4) + 4 * i + e % 4];
+    return std::is_unsigned_v<std::remove_extent_t<decltype(B::qs)>> ? q - 128 : q;
+}
 // Row i's nibble of sub-block element e (0..31) in a Q4_K_R16 / Q5_K_R16 sub-block's 256 nibble bytes (or,
 // with G = 8, a Q4_K_R8 sub-block's 128).
 template <int G = 16>

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "tensor/kernels.h"
@@ -12,23 +13,17 @@
 namespace flint {
 namespace {
 
-// Sixteen rows of nb blocks each (`rows`, back to back as in the file) -> nb repacked blocks.
-void pack_q8_0(const BlockQ8_0* rows, int64_t nb, BlockQ8_0R16* out) {
+// G rows of nb blocks each (`rows`, back to back as in the file) -> nb repacked blocks: G = 16
+// (BlockQ8_0R16, levels + 128 as unsigned bytes) or 8 (BlockQ8_0R8, signed); see q8_0_group_level.
+template <typename B>
+void pack_q8_0(const BlockQ8_0* rows, int64_t nb, B* out) {
+    using Q = std::remove_extent_t<decltype(B::qs)>;
+    constexpr int G = int(sizeof(B::qs)) / QK;
+    constexpr uint8_t kFlip = std::is_unsigned_v<Q> ? 0x80 : 0;
     for (int64_t b = 0; b < nb; ++b) {
-        for (int i = 0; i < kR16Rows; ++i) {
+        for (int i = 0; i < G; ++i) {
             const BlockQ8_0& src = rows[i * nb + b];
-            for (int e = 0; e < QK; ++e) out[b].qs[64 * (e / 4) + 4 * i + e % 4] = uint8_t(src.qs[e]) ^ 0x80;
-            out[b].d[i] = src.d;
-        }
-    }
-}
-
-// Eight rows likewise, the levels kept signed (BlockQ8_0R8).
-void pack_q8_0_r8(const BlockQ8_0* rows, int64_t nb, BlockQ8_0R8* out) {
-    for (int64_t b = 0; b < nb; ++b) {
-        for (int i = 0; i < kR8Rows; ++i) {
-            const BlockQ8_0& src = rows[i * nb + b];
-            for (int e = 0; e < QK; ++e) out[b].qs[32 * (e / 4) + 4 * i + e % 4] = src.qs[e];
+            for (int e = 0; e < QK; ++e) out[b].qs[4 * G * (e / 4) + 4 * i + e % 4] = Q(uint8_t(src.qs[e]) ^ kFlip);
             out[b].d[i] = src.d;
         }
     }
@@ -147,13 +142,13 @@ void pack_bytes(const uint8_t* rows, int64_t nb, uint8_t* out) {
     F(reinterpret_cast<const Src*>(rows), nb, reinterpret_cast<Dst*>(out));
 }
 constexpr Packer kPackers[] = {
-    {DType::Q8_0, DType::Q8_0_R16, pack_bytes<BlockQ8_0, BlockQ8_0R16, pack_q8_0>},
+    {DType::Q8_0, DType::Q8_0_R16, pack_bytes<BlockQ8_0, BlockQ8_0R16, pack_q8_0<BlockQ8_0R16>>},
     {DType::Q4_0, DType::Q4_0_R16, pack_bytes<BlockQ4_0, BlockQ4_0R16, pack_nibble_rows<kR16Rows>>},
     {DType::Q5_0, DType::Q5_0_R16, pack_bytes<BlockQ5_0, BlockQ5_0R16, pack_q5_0<kR16Rows>>},
     {DType::Q4_K, DType::Q4_K_R16, pack_bytes<BlockQ4_K, BlockQ4_KR16, pack_q4_k<kR16Rows>>},
     {DType::Q5_K, DType::Q5_K_R16, pack_bytes<BlockQ5_K, BlockQ5_KR16, pack_q5_k<kR16Rows>>},
     {DType::Q6_K, DType::Q6_K_R16, pack_bytes<BlockQ6_K, BlockQ6_KR16, pack_q6_k<kR16Rows>>},
-    {DType::Q8_0, DType::Q8_0_R8, pack_bytes<BlockQ8_0, BlockQ8_0R8, pack_q8_0_r8>},
+    {DType::Q8_0, DType::Q8_0_R8, pack_bytes<BlockQ8_0, BlockQ8_0R8, pack_q8_0<BlockQ8_0R8>>},
     {DType::Q4_0, DType::Q4_0_R8, pack_bytes<BlockQ4_0, BlockQ4_0R8, pack_nibble_rows<kR8Rows>>},
     {DType::Q5_0, DType::Q5_0_R8, pack_bytes<BlockQ5_0, BlockQ5_0R8, pack_q5_0<kR8Rows>>},
     {DType::Q4_K, DType::Q4_K_R8, pack_bytes<BlockQ4_K, BlockQ4_KR8, pack_q4_k<kR8Rows>>},
@@ -247,14 +242,14 @@ void dequantize_matrix_row(DType t, const void* data, int64_t row, int64_t cols,
     const int64_t nb = cols / QK;
     for (int64_t b = 0; b < nb; ++b) {
         float* y = out + b * QK;
+        auto q8_0 = [&](const auto& blk) {
+            const float d = fp16_to_fp32(blk.d[i]);
+            for (int e = 0; e < QK; ++e) y[e] = d * float(q8_0_group_level(blk, i, e));
+        };
         if (t == DType::Q8_0_R16) {
-            const auto& blk = reinterpret_cast<const BlockQ8_0R16*>(group)[b];
-            const float d = fp16_to_fp32(blk.d[i]);
-            for (int e = 0; e < QK; ++e) y[e] = d * float(int(blk.qs[64 * (e / 4) + 4 * i + e % 4]) - 128);
+            q8_0(reinterpret_cast<const BlockQ8_0R16*>(group)[b]);
         } else if (t == DType::Q8_0_R8) {
-            const auto& blk = reinterpret_cast<const BlockQ8_0R8*>(group)[b];
-            const float d = fp16_to_fp32(blk.d[i]);
-            for (int e = 0; e < QK; ++e) y[e] = d * float(blk.qs[32 * (e / 4) + 4 * i + e % 4]);
+            q8_0(reinterpret_cast<const BlockQ8_0R8*>(group)[b]);
         } else if (t == DType::Q4_0_R16 || t == DType::Q4_0_R8) {
             // Sixteen rows' quads 64 bytes apart, eight rows' 32.
             const bool r8 = t == DType::Q4_0_R8;

@@ -340,7 +340,8 @@ void tile_k(int64_t cols, const void* w, size_t ws, int nr, const void* a, size_
 }
 
 // The eight-row kernels prefetch the weight stream (tensor/prefetch.h) for every pass, one token too
-// (not Q6_K's: slower with it at 2-17 tokens, kernels_bench Cpu1TLayouts). Unlike the AVX-512 sixteen-row
+// (not Q6_K's: slower with it at 2-17 tokens, kernels_bench Cpu1TLayouts; Q8_0_R8's one token takes the
+// near request alone, see group_q8r8). Unlike the AVX-512 sixteen-row
 // kernels on Zen 4, one token streams faster with it on an AVX2-only Zen 3 (EPYC 7003 VM, 2026-12-01,
 // kernels_bench BM_ModelDecode/1/1/1, the 0.5B Q4_0 step against plain reads of its tensors, two
 // alternating rounds): 83-86% of the reads without, 93-94% with both distances (91-93% with either alone).

@@ -341,7 +341,7 @@ void tile_k(int64_t cols, const void* w, size_t ws, int nr, const void* a, size_
 
 // The eight-row kernels prefetch the weight stream (tensor/prefetch.h) for every pass, one token too
 // (not Q6_K's: slower with it at 2-17 tokens, kernels_bench Cpu1TLayouts; Q8_0_R8's one token takes the
-// near request alone, see group_q8r8). Unlike the AVX-512 sixteen-row
+// near request alone, see decode_q8r8). Unlike the AVX-512 sixteen-row
 // kernels on Zen 4, one token streams faster with it on an AVX2-only Zen 3 (EPYC 7003 VM, 2026-12-01,
 // kernels_bench BM_ModelDecode/1/1/1, the 0.5B Q4_0 step against plain reads of its tensors, two
 // alternating rounds): 83-86% of the reads without, 93-94% with both distances (91-93% with either alone).
@@ -444,7 +444,7 @@ void group_r8(int64_t nb, const typename W::Block* wb, const uint8_t* a, size_t 
 // scale product and an FMA per row, token and block.
 // The eight rows' dots (int32 lane i = row i) of one block against one token's activation block. A pass of
 // several tokens takes the levels' magnitudes from `wabs`, made once per block; one token (decode) makes
-// each from the level just loaded (the same integer dots; see group_q8r8).
+// each from the level just loaded (the same integer dots; see decode_q8r8).
 template <bool kOneToken>
 inline __m256i q8r8_dots(const BlockQ8_0R8& w, const BlockQ8_0S& a, const __m256i (&wabs)[8]) {
     const auto* wq = reinterpret_cast<const __m256i*>(w.qs);
@@ -463,34 +463,67 @@ inline __m256i q8r8_dots(const BlockQ8_0R8& w, const BlockQ8_0S& a, const __m256
     return isum;
 }
 
-// One token (decode) takes |w| quad by quad instead of all eight first and only the near prefetch, 8 KiB
-// ahead: kernels_bench BM_ModelDecode/0/1/1 (the 0.5B Q8_0 step against plain reads of its tensors, Zen 3,
-// alternating builds) put the model's step at 80-95% of the reads with the prefetch_stream pair, 91-98%
-// so. The file layout's kernel streamed at 97-104% there: the step lost ~5% against the reads (8-10% of
-// flint bench's decode) for a batched kernel ~1.8x faster (BENCHMARKS.md, Twelfth session).
-constexpr int kQ8R8DecodePrefetch = 8192;
 template <int T>
 void group_q8r8(int64_t nb, const BlockQ8_0R8* wb, const uint8_t* a, size_t as, float* y, int64_t ldy) {
+    static_assert(T > 1, "one token: decode_q8r8");
     const BlockQ8_0S* at[T];
     for (int t = 0; t < T; ++t) at[t] = reinterpret_cast<const BlockQ8_0S*>(a + size_t(t) * as);
     __m256 acc[T];
     for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
+        prefetch_stream(wb + b, sizeof(wb[b]));
         __m256i wabs[8];
-        if constexpr (T == 1) {
-            for (size_t o = 0; o < sizeof(wb[b]); o += 64)
-                __builtin_prefetch(reinterpret_cast<const char*>(wb + b) + kQ8R8DecodePrefetch + o, 0, 3);
-        } else {
-            prefetch_stream(wb + b, sizeof(wb[b]));
-            for (int k = 0; k < 8; ++k) wabs[k] = _mm256_abs_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb[b].qs) + k));
-        }
+        for (int k = 0; k < 8; ++k) wabs[k] = _mm256_abs_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb[b].qs) + k));
         const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb[b].d)));
         for (int t = 0; t < T; ++t) {
-            const __m256i isum = q8r8_dots<T == 1>(wb[b], at[t][b], wabs);
+            const __m256i isum = q8r8_dots<false>(wb[b], at[t][b], wabs);
             acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(d, _mm256_set1_ps(at[t][b].d)), acc[t]);
         }
     }
     for (int t = 0; t < T; ++t) _mm256_storeu_ps(y + t * ldy, acc[t]);
+}
+
+// One token (decode) over NG groups in lockstep. Per group it takes |w| quad by quad instead of all eight
+// first, and only the near prefetch, 8 KiB ahead: kernels_bench BM_ModelDecode/0/1/1 (the 0.5B Q8_0 step
+// against plain reads of its tensors, Zen 3, alternating builds) put one group at a time at 80-95% of the
+// reads with the prefetch_stream pair, 91-98% so (BENCHMARKS.md, Twelfth session); see decode_tile_q8r8.
+constexpr int kQ8R8DecodePrefetch = 8192;
+template <int NG>
+void decode_q8r8(int64_t nb, const BlockQ8_0R8* const* wg, const BlockQ8_0S* at, float* y) {
+    const __m256i unused[8] = {};
+    __m256 acc[NG];
+    for (int g = 0; g < NG; ++g) acc[g] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+        for (int g = 0; g < NG; ++g)
+            for (size_t o = 0; o < sizeof(wg[g][b]); o += 64)
+                __builtin_prefetch(reinterpret_cast<const char*>(wg[g] + b) + kQ8R8DecodePrefetch + o, 0, 3);
+        const __m256 ad = _mm256_set1_ps(at[b].d);
+        for (int g = 0; g < NG; ++g) {
+            const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wg[g][b].d)));
+            const __m256i isum = q8r8_dots<true>(wg[g][b], at[b], unused);
+            acc[g] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(d, ad), acc[g]);
+        }
+    }
+    for (int g = 0; g < NG; ++g) _mm256_storeu_ps(y + kR8Rows * g, acc[g]);
+}
+
+// One token's tile (kDecodeRows: two groups): the two groups in lockstep, so the core reads two streams at
+// once, not one after the other. kernels_bench BM_ModelDecode/0/1/1 (the 0.5B Q8_0 step against plain
+// reads of its tensors, Zen 3 EPYC VM, 2026-12-01, three sets of alternating rounds): 93-103% of the reads
+// against 85-96% for one group at a time; four groups at once (32-row tiles) no better (86-98%). Not for
+// Q4_0_R8: two groups 82-90% against one's 86-92% there (with either prefetch), so it keeps group_r8<1>.
+void decode_tile_q8r8(int64_t nb, const uint8_t* w, size_t gs, int ng, const uint8_t* a, float* y) {
+    const auto* at = reinterpret_cast<const BlockQ8_0S*>(a);
+    auto group = [&](int g) { return reinterpret_cast<const BlockQ8_0R8*>(w + size_t(g) * gs); };
+    int g = 0;
+    for (; g + 2 <= ng; g += 2) {
+        const BlockQ8_0R8* const pair[2] = {group(g), group(g + 1)};
+        decode_q8r8<2>(nb, pair, at, y + kR8Rows * g);
+    }
+    if (g < ng) {
+        const BlockQ8_0R8* const one[1] = {group(g)};
+        decode_q8r8<1>(nb, one, at, y + kR8Rows * g);
+    }
 }
 
 // ---- Q4_K, eight rows interleaved (BlockQ4_KR8) -------------------------------------------------------
@@ -717,7 +750,7 @@ void fill_avx2(KernelSet& k) {
     k.tile[id(DType::Q6_K)] = tile_k<BlockQ6_K, unpack_q6_k_avx2>;
     k.quantize_q8_0 = quantize_q8_0_avx2;
     k.quantize_q8_k = quantize_q8_k_avx2;
-    k.tile[id(DType::Q8_0_R8)] = tile_groups<kR8Rows, BlockQ8_0R8, Q8R8, 6, QK>;
+    k.tile[id(DType::Q8_0_R8)] = tile_groups<kR8Rows, BlockQ8_0R8, Q8R8, 6, QK, decode_tile_q8r8>;
     k.tile[id(DType::Q4_0_R8)] = tile_groups<kR8Rows, BlockQ4_0R8, R8<Q4R8>::K, 9, QK>;
     k.tile[id(DType::Q5_0_R8)] = tile_groups<kR8Rows, BlockQ5_0R8, R8<Q5R8>::K, 9, QK>;
     for (DType t : {DType::Q8_0_R8, DType::Q4_0_R8, DType::Q5_0_R8})

@@ -2,6 +2,7 @@
 // bytes gives the file layout's scalar results bit for bit, the SIMD kernels agree with it within the
 // format's rounding and give a token the same bits whatever batch it is in, and internal layouts never
 // reach a file.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <optional>
@@ -89,7 +90,8 @@ TEST(Repack, EveryIsaMatchesTheScalarReference) {
     for (Pair p : kPairs) {
         for (int64_t c : {int64_t(32), int64_t(96), int64_t(896), int64_t(4864)}) {
             const int64_t cols = fit(p, c);
-            const int64_t rows = 48;
+            // Five groups: eight-row layouts decode tiles of two groups and of one (16 + 16 + 8 rows).
+            const int64_t rows = 5 * interleaved_rows(p.packed);
             Packed m = make(p, rows, cols, 4 + uint32_t(cols));
             const WeightView wv{p.packed, m.packed.data(), rows, cols};
             for (int64_t n : {1, 3, 8, 9, 17, 64, 300}) {
@@ -106,6 +108,7 @@ TEST(Repack, EveryIsaMatchesTheScalarReference) {
                 matmul(wv, x.data(), n, ref.data(), nullptr);
                 for (Isa isa : available_isas()) {
                     set_isa(isa);
+                    std::fill(got.begin(), got.end(), std::nanf(""));  // a row a kernel skips cannot pass
                     matmul(wv, x.data(), n, got.data(), &pool);
                     for (size_t i = 0; i < ref.size(); ++i)
                         ASSERT_NEAR(ref[i], got[i], 1e-5f * mag[i] + 1e-6f)
@@ -122,7 +125,7 @@ TEST(Repack, ATokenGetsTheSameBitsInAnyBatch) {
     for (Isa isa : available_isas()) {
         set_isa(isa);
         for (Pair p : kPairs) {
-            const int64_t rows = 32, cols = fit(p, 896);
+            const int64_t rows = 5 * interleaved_rows(p.packed), cols = fit(p, 896);  // as above
             Packed m = make(p, rows, cols, 6);
             const WeightView wv{p.packed, m.packed.data(), rows, cols};
             for (int64_t n : {2, 5, 8, 9, 17, 33, 300}) {

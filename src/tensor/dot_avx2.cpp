@@ -354,42 +354,6 @@ void tile_k(int64_t cols, const void* w, size_t ws, int nr, const void* a, size_
 // (-8 or -16 times sum(a)) carried by the activation block, then one convert, one scale product and one FMA
 // per eight rows: about 20 operations per token and 256 weights, where the file layout's kernel spends
 // ~13-16 per row and 32 weights (and decode on it was instruction-bound: BENCHMARKS.md).
-struct Q4R8 {
-    using Block = BlockQ4_0R8;
-    static constexpr int kOfsShift = 4;    // -8 * sum(a) = (-128 * sum(a)) >> 4, exactly
-    static constexpr bool kHalves = false;  // int16 sums of all eight quads fit
-    static void load(const Block& b, __m256i (&w)[8]) { load_nibbles(b.qs, w); }
-    static void load_nibbles(const uint8_t* qs, __m256i (&w)[8]) {
-        const __m256i m4 = _mm256_set1_epi8(0x0f);
-        for (int k = 0; k < 4; ++k) {
-            const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * k));
-            w[k] = _mm256_and_si256(v, m4);
-            w[k + 4] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-        }
-    }
-};
-
-struct Q5R8 {
-    using Block = BlockQ5_0R8;
-    static constexpr int kOfsShift = 3;   // -16 * sum(a)
-    static constexpr bool kHalves = true;
-    static void load(const Block& b, __m256i (&w)[8]) {
-        Q4R8::load_nibbles(b.qs, w);
-        add_fifth_bits(b.qh, w);
-    }
-    // 16 added where the fifth bit is set: byte j of register k takes bit j of mask k (the mask's bytes
-    // spread with one shuffle, one bit tested per byte).
-    static void add_fifth_bits(const uint32_t (&qh)[8], __m256i (&w)[8]) {
-        const __m256i spread = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0);
-        const __m256i bit = _mm256_set1_epi64x(int64_t(0x8040201008040201));
-        const __m256i sixteen = _mm256_set1_epi8(0x10);
-        for (int k = 0; k < 8; ++k) {
-            const __m256i m = _mm256_shuffle_epi8(_mm256_set1_epi32(int(qh[k])), spread);
-            const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(m, bit), bit);
-            w[k] = _mm256_or_si256(w[k], _mm256_and_si256(set, sixteen));
-        }
-    }
-};
 
 // The eight rows' block dots of one 32-element block against activation quads aq (int32 lane i = row i):
 // VPMADDUBSW per quad, summed in int16 (in two halves where the levels reach 31), VPMADDWD to int32.
@@ -415,6 +379,53 @@ inline __m256i quad_dots(const __m256i (&w)[8], const int8_t* aq) {
     }
 }
 
+// Q4_0's and Q5_0's eight block dots for one token: quad_dots plus the offset (-8 or -16 times sum(a)) the
+// activation block carries (kOfsShift from its -128 * sum(a)).
+template <bool kHalves, int kOfsShift>
+struct OffsetDots {
+    template <typename B>
+    static __m256i dots(const B&, const __m256i (&w)[8], const BlockQ8_0S& a) {
+        return _mm256_add_epi32(quad_dots<kHalves>(w, a.qs), _mm256_set1_epi32(a.ofs >> kOfsShift));
+    }
+};
+
+// Q4_0: int16 sums of all eight quads fit; -8 * sum(a) = (-128 * sum(a)) >> 4, exactly.
+struct Q4R8 : OffsetDots<false, 4> {
+    using Block = BlockQ4_0R8;
+    static void load(const Block& b, __m256i (&w)[8]) { load_nibbles(b.qs, w); }
+    static void load_nibbles(const uint8_t* qs, __m256i (&w)[8]) {
+        const __m256i m4 = _mm256_set1_epi8(0x0f);
+        for (int k = 0; k < 4; ++k) {
+            const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * k));
+            w[k] = _mm256_and_si256(v, m4);
+            w[k + 4] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+        }
+    }
+};
+
+// Q5_0: levels reach 31, so the int16 sums go in halves; -16 * sum(a).
+struct Q5R8 : OffsetDots<true, 3> {
+    using Block = BlockQ5_0R8;
+    static void load(const Block& b, __m256i (&w)[8]) {
+        Q4R8::load_nibbles(b.qs, w);
+        add_fifth_bits(b.qh, w);
+    }
+    // 16 added where the fifth bit is set: byte j of register k takes bit j of mask k (the mask's bytes
+    // spread with one shuffle, one bit tested per byte).
+    static void add_fifth_bits(const uint32_t (&qh)[8], __m256i (&w)[8]) {
+        const __m256i spread = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0);
+        const __m256i bit = _mm256_set1_epi64x(int64_t(0x8040201008040201));
+        const __m256i sixteen = _mm256_set1_epi8(0x10);
+        for (int k = 0; k < 8; ++k) {
+            const __m256i m = _mm256_shuffle_epi8(_mm256_set1_epi32(int(qh[k])), spread);
+            const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(m, bit), bit);
+            w[k] = _mm256_or_si256(w[k], _mm256_and_si256(set, sixteen));
+        }
+    }
+};
+
+// The 32-element eight-row layouts (Q4_0, Q5_0, Q8_0 below) against T tokens: W::load takes a block's levels
+// into registers once, W::dots gives one token's eight block dots from them.
 template <typename W, int T>
 void group_r8(int64_t nb, const typename W::Block* wb, const uint8_t* a, size_t as, float* y, int64_t ldy) {
     const BlockQ8_0S* at[T];
@@ -428,7 +439,7 @@ void group_r8(int64_t nb, const typename W::Block* wb, const uint8_t* a, size_t 
         const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb[b].d)));
         for (int t = 0; t < T; ++t) {
             const BlockQ8_0S& ab = at[t][b];
-            const __m256i isum = _mm256_add_epi32(quad_dots<W::kHalves>(w, ab.qs), _mm256_set1_epi32(ab.ofs >> W::kOfsShift));
+            const __m256i isum = W::dots(wb[b], w, ab);
             acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(d, _mm256_set1_ps(ab.d)), acc[t]);
         }
     }
@@ -463,25 +474,15 @@ inline __m256i q8r8_dots(const BlockQ8_0R8& w, const BlockQ8_0S& a, const __m256
     return isum;
 }
 
-template <int T>
-void group_q8r8(int64_t nb, const BlockQ8_0R8* wb, const uint8_t* a, size_t as, float* y, int64_t ldy) {
-    static_assert(T > 1, "one token: decode_q8r8");
-    const BlockQ8_0S* at[T];
-    for (int t = 0; t < T; ++t) at[t] = reinterpret_cast<const BlockQ8_0S*>(a + size_t(t) * as);
-    __m256 acc[T];
-    for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
-    for (int64_t b = 0; b < nb; ++b) {
-        prefetch_stream(wb + b, sizeof(wb[b]));
-        __m256i wabs[8];
-        for (int k = 0; k < 8; ++k) wabs[k] = _mm256_abs_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb[b].qs) + k));
-        const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb[b].d)));
-        for (int t = 0; t < T; ++t) {
-            const __m256i isum = q8r8_dots<false>(wb[b], at[t][b], wabs);
-            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(d, _mm256_set1_ps(at[t][b].d)), acc[t]);
-        }
+// group_r8's layout: a pass of several tokens takes the levels' magnitudes once per block (load), and each
+// token's dots read the signed levels again from L1 (q8r8_dots).
+struct Q8R8 {
+    using Block = BlockQ8_0R8;
+    static void load(const Block& b, __m256i (&wabs)[8]) {
+        for (int k = 0; k < 8; ++k) wabs[k] = _mm256_abs_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs) + k));
     }
-    for (int t = 0; t < T; ++t) _mm256_storeu_ps(y + t * ldy, acc[t]);
-}
+    static __m256i dots(const Block& b, const __m256i (&wabs)[8], const BlockQ8_0S& a) { return q8r8_dots<false>(b, a, wabs); }
+};
 
 // One token (decode) over NG groups in lockstep. Per group it takes |w| quad by quad instead of all eight
 // first, and only the near prefetch, 8 KiB ahead: kernels_bench BM_ModelDecode/0/1/1 (the 0.5B Q8_0 step
@@ -664,10 +665,6 @@ struct R8 {
         static constexpr auto run = group_r8<W, T>;
     };
 };
-template <int T>
-struct Q8R8 {
-    static constexpr auto run = group_q8r8<T>;
-};
 template <typename L>
 struct KR8 {
     template <int T>
@@ -750,7 +747,7 @@ void fill_avx2(KernelSet& k) {
     k.tile[id(DType::Q6_K)] = tile_k<BlockQ6_K, unpack_q6_k_avx2>;
     k.quantize_q8_0 = quantize_q8_0_avx2;
     k.quantize_q8_k = quantize_q8_k_avx2;
-    k.tile[id(DType::Q8_0_R8)] = tile_groups<kR8Rows, BlockQ8_0R8, Q8R8, 6, QK, decode_tile_q8r8>;
+    k.tile[id(DType::Q8_0_R8)] = tile_groups<kR8Rows, BlockQ8_0R8, R8<Q8R8>::K, 6, QK, decode_tile_q8r8>;
     k.tile[id(DType::Q4_0_R8)] = tile_groups<kR8Rows, BlockQ4_0R8, R8<Q4R8>::K, 9, QK>;
     k.tile[id(DType::Q5_0_R8)] = tile_groups<kR8Rows, BlockQ5_0R8, R8<Q5R8>::K, 9, QK>;
     for (DType t : {DType::Q8_0_R8, DType::Q4_0_R8, DType::Q5_0_R8})

@@ -2,6 +2,8 @@
 #pragma once
 #include <string>
 
+#include "util/utf8.h"
+
 namespace flint::client {
 
 struct TextFile {
@@ -15,6 +17,6 @@ TextFile read_text_file(const std::string& path, size_t max_bytes);
 // Writes atomically (a temporary file beside it, then rename), keeping the file's permission bits.
 void write_text_file(const std::string& path, const std::string& text);
 
-bool valid_utf8(const std::string& s);
+using flint::valid_utf8;  // util/utf8.h
 
 }  // namespace flint::client

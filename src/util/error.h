@@ -20,6 +20,8 @@ template <typename... Args>
 #include <cstdio>
 #include <sstream>
 #include <string_view>
+
+#include "util/utf8.h"
 namespace flint {
 template <typename... Args>
 [[noreturn]] void fail(const Args&... args) {
@@ -28,19 +30,26 @@ template <typename... Args>
     throw Error(os.str());
 }
 
-// A string for messages: in double quotes, quotes, backslashes and control bytes escaped, cut at max_len
-// bytes with an ellipsis.
+// A string for messages: in double quotes, quotes, backslashes and control bytes escaped, and so is every
+// byte that is not part of well-formed UTF-8 (a file's bytes reach a terminal or a JSON error this way);
+// cut at about max_len bytes (never inside a character) with an ellipsis.
 inline std::string quoted(std::string_view s, size_t max_len = 60) {
     std::string out = "\"";
-    for (size_t k = 0; k < s.size() && k < max_len; ++k) {
-        unsigned char ch = static_cast<unsigned char>(s[k]);
+    size_t k = 0;
+    for (size_t n; k < s.size() && k < max_len; k += n) {
+        const unsigned char ch = static_cast<unsigned char>(s[k]);
+        n = utf8_char_len(s, k);
         if (ch == '\n') out += "\\n";
         else if (ch == '"') out += "\\\"";
         else if (ch == '\\') out += "\\\\";
-        else if (ch < 0x20) { char buf[8]; std::snprintf(buf, sizeof buf, "\\x%02x", ch); out += buf; }
-        else out += static_cast<char>(ch);
+        else if (ch < 0x20 || ch == 0x7f || n == 0) {
+            char buf[8];
+            std::snprintf(buf, sizeof buf, "\\x%02x", ch);
+            out += buf;
+            n = 1;
+        } else out.append(s.substr(k, n));
     }
-    if (s.size() > max_len) out += "…";
+    if (k < s.size()) out += "…";
     return out + "\"";
 }
 }  // namespace flint

@@ -84,6 +84,9 @@ TEST(GgufValidation, BadMagic) {
     buf[3] = 'X';
     expect_refused(buf, {"bad magic", "\"GGUX\"", "expected \"GGUF\""});
     expect_refused(std::vector<uint8_t>{'G', 'G'}, {"2 bytes", "too short"});
+    // Random bytes are quoted as escapes, not written raw to a terminal or a JSON error.
+    buf[0] = 0xd7, buf[1] = 0xfe, buf[2] = 0x18, buf[3] = 'a';
+    expect_refused(buf, {"bad magic \"\\xd7\\xfe\\x18a\""});
 }
 
 TEST(GgufValidation, UnsupportedVersions) {
@@ -300,4 +303,15 @@ TEST(GgufValidation, NegativeValueForUnsignedAccessor) {
             << e.what();
     }
     EXPECT_EQ(f->get_i64("neg", 0), -3);
+}
+
+// util/error.h's quoted(), which names a file's strings in these messages: UTF-8 characters kept whole,
+// every other byte escaped, the cut never inside a character.
+TEST(GgufValidation, QuotedKeepsUtf8AndEscapesTheRest) {
+    EXPECT_EQ(quoted("héllo ✓"), "\"héllo ✓\"");
+    EXPECT_EQ(quoted("a\"b\\c\nd\x01\x7f"), "\"a\\\"b\\\\c\\nd\\x01\\x7f\"");
+    EXPECT_EQ(quoted("\xff\xc3(\xed\xa0\x80"), "\"\\xff\\xc3(\\xed\\xa0\\x80\"");  // stray, truncated, surrogate
+    EXPECT_EQ(quoted("abcd", 2), "\"ab…\"");
+    EXPECT_EQ(quoted("a✓b", 2), "\"a✓…\"");  // the three-byte character starts before the cut: kept whole
+    EXPECT_EQ(quoted("ab", 2), "\"ab\"");
 }

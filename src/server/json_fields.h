@@ -2,6 +2,7 @@
 // 400 naming the param; an absent (or null) field leaves the default. Unknown fields are never looked at.
 #pragma once
 #include <cmath>
+#include <cstdio>
 #include <optional>
 #include <initializer_list>
 #include <string>
@@ -39,14 +40,20 @@ inline std::optional<bool> opt_bool(const json& obj, const char* key, const std:
     return v->get<bool>();
 }
 
+// A range's end as a person writes it: 0, 1, 2.5, 1e+06 (std::to_string gave 0.000000).
+inline std::string bound(double x) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", x);
+    return buf;
+}
+
 inline std::optional<double> opt_number(const json& obj, const char* key, const std::string& param, double lo, double hi) {
     const json* v = field(obj, key);
     if (!v) return std::nullopt;
     if (!v->is_number()) wrong_type(param, "a number");
     double d = v->get<double>();
     if (!std::isfinite(d) || d < lo || d > hi)
-        throw bad_request("Invalid '" + param + "': " + std::to_string(d) + " is out of range [" + std::to_string(lo) + ", " +
-                              std::to_string(hi) + "].",
+        throw bad_request("Invalid '" + param + "': " + v->dump() + " is out of range [" + bound(lo) + ", " + bound(hi) + "].",
                           param, "invalid_value");
     return d;
 }

@@ -63,6 +63,10 @@ TEST_F(BadInput, WrongTypesAre400NamingTheParam) {
         EXPECT_EQ(r.status, 400) << c.body.dump();
         EXPECT_EQ(error_of(r)["param"], c.param) << r.body;
     }
+    // Out of range: the value as the client wrote it, the range as a person would.
+    HttpResult range = post_json(port(), "/v1/responses", {{"model", "stories"}, {"input", "x"}, {"top_p", 2.5}});
+    EXPECT_EQ(range.status, 400);
+    EXPECT_EQ(error_of(range)["message"], "Invalid 'top_p': 2.5 is out of range [0, 1].") << range.body;
     HttpResult chat = post_json(port(), "/v1/chat/completions", {{"model", "stories"}, {"messages", "hi"}});
     EXPECT_EQ(chat.status, 400);
     EXPECT_EQ(error_of(chat)["param"], "messages");

@@ -453,11 +453,12 @@ void group_r8(int64_t nb, const typename W::Block* wb, const uint8_t* a, size_t 
 // in int32 (lane i = row i's block dot), then as Q4_0_R8: one convert, one scale product and one FMA per
 // token and eight rows. The file layout's kernel spends a sign, a VPMADDUBSW, a VPMADDWD, a convert, a
 // scale product and an FMA per row, token and block.
-// The eight rows' dots (int32 lane i = row i) of one block against one token's activation block. A pass of
-// several tokens takes the levels' magnitudes from `wabs`, made once per block; one token (decode) makes
-// each from the level just loaded (the same integer dots; see decode_q8r8).
-template <bool kOneToken>
-inline __m256i q8r8_dots(const BlockQ8_0R8& w, const BlockQ8_0S& a, const __m256i (&wabs)[8]) {
+// The eight rows' dots (int32 lane i = row i) of one block against one token's activation block; mag(k, wk)
+// gives the magnitudes of level register k (wk, just loaded). A pass of several tokens takes them from
+// |w| made once per block; one token (decode) makes each from the level just loaded (the same integer
+// dots; see decode_q8r8).
+template <typename Mag>
+inline __m256i q8r8_dots(const BlockQ8_0R8& w, const BlockQ8_0S& a, Mag mag) {
     const auto* wq = reinterpret_cast<const __m256i*>(w.qs);
     const __m256i ones = _mm256_set1_epi16(1);
     __m256i isum = _mm256_setzero_si256();
@@ -466,10 +467,7 @@ inline __m256i q8r8_dots(const BlockQ8_0R8& w, const BlockQ8_0S& a, const __m256
         int32_t q;
         std::memcpy(&q, a.qs + 4 * k, 4);
         const __m256i s = _mm256_sign_epi8(_mm256_set1_epi32(q), wk);
-        __m256i mag;
-        if constexpr (kOneToken) mag = _mm256_abs_epi8(wk);
-        else mag = wabs[k];
-        isum = _mm256_add_epi32(isum, _mm256_madd_epi16(_mm256_maddubs_epi16(mag, s), ones));
+        isum = _mm256_add_epi32(isum, _mm256_madd_epi16(_mm256_maddubs_epi16(mag(k, wk), s), ones));
     }
     return isum;
 }
@@ -481,7 +479,9 @@ struct Q8R8 {
     static void load(const Block& b, __m256i (&wabs)[8]) {
         for (int k = 0; k < 8; ++k) wabs[k] = _mm256_abs_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs) + k));
     }
-    static __m256i dots(const Block& b, const __m256i (&wabs)[8], const BlockQ8_0S& a) { return q8r8_dots<false>(b, a, wabs); }
+    static __m256i dots(const Block& b, const __m256i (&wabs)[8], const BlockQ8_0S& a) {
+        return q8r8_dots(b, a, [&](int k, __m256i) { return wabs[k]; });
+    }
 };
 
 // One token (decode) over NG groups in lockstep. Per group it takes |w| quad by quad instead of all eight
@@ -491,7 +491,6 @@ struct Q8R8 {
 constexpr int kQ8R8DecodePrefetch = 8192;
 template <int NG>
 void decode_q8r8(int64_t nb, const BlockQ8_0R8* const* wg, const BlockQ8_0S* at, float* y) {
-    const __m256i unused[8] = {};
     __m256 acc[NG];
     for (int g = 0; g < NG; ++g) acc[g] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
@@ -501,7 +500,7 @@ void decode_q8r8(int64_t nb, const BlockQ8_0R8* const* wg, const BlockQ8_0S* at,
         const __m256 ad = _mm256_set1_ps(at[b].d);
         for (int g = 0; g < NG; ++g) {
             const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wg[g][b].d)));
-            const __m256i isum = q8r8_dots<true>(wg[g][b], at[b], unused);
+            const __m256i isum = q8r8_dots(wg[g][b], at[b], [](int, __m256i wk) { return _mm256_abs_epi8(wk); });
             acc[g] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(d, ad), acc[g]);
         }
     }

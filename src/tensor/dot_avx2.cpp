@@ -424,7 +424,7 @@ struct Q5R8 : OffsetDots<true, 3> {
     }
 };
 
-// The 32-element eight-row layouts (Q4_0, Q5_0, Q8_0 below) against T tokens: W::load takes a block's levels
+// The 32-element eight-row nibble layouts (Q4_0, Q5_0) against T tokens: W::load takes a block's levels
 // into registers once, W::dots gives one token's eight block dots from them.
 template <typename W, int T>
 void group_r8(int64_t nb, const typename W::Block* wb, const uint8_t* a, size_t as, float* y, int64_t ldy) {
@@ -448,17 +448,13 @@ void group_r8(int64_t nb, const typename W::Block* wb, const uint8_t* a, size_t 
 
 // ---- Q8_0, eight rows interleaved (BlockQ8_0R8) ---------------------------------------------------------
 // The levels are signed, so per quad and token the activation quad, broadcast, takes the weights' signs
-// (VPSIGNB, the levels read again from L1) and meets |w| in one VPMADDUBSW (pair sums at most 2 x 127 x 127:
-// no saturation, but two of them could overflow int16), one VPMADDWD to int32 per quad, the eight added
-// in int32 (lane i = row i's block dot), then as Q4_0_R8: one convert, one scale product and one FMA per
-// token and eight rows. The file layout's kernel spends a sign, a VPMADDUBSW, a VPMADDWD, a convert, a
-// scale product and an FMA per row, token and block.
-// The eight rows' dots (int32 lane i = row i) of one block against one token's activation block; mag(k, wk)
-// gives the magnitudes of level register k (wk, just loaded). A pass of several tokens takes them from
-// |w| made once per block; one token (decode) makes each from the level just loaded (the same integer
-// dots; see decode_q8r8).
-template <typename Mag>
-inline __m256i q8r8_dots(const BlockQ8_0R8& w, const BlockQ8_0S& a, Mag mag) {
+// (VPSIGNB) and meets |w| in one VPMADDUBSW (pair sums at most 2 x 127 x 127: no saturation, but two of them
+// could overflow int16), one VPMADDWD to int32 per quad, the eight added in int32 (lane i = row i's block
+// dot), then as Q4_0_R8: one convert, one scale product and one FMA per token and eight rows. The file
+// layout's kernel spends a sign, a VPMADDUBSW, a VPMADDWD, a convert, a scale product and an FMA per row,
+// token and block.
+// The eight rows' dots (int32 lane i = row i) of one block against one token's activation block.
+inline __m256i q8r8_dots(const BlockQ8_0R8& w, const BlockQ8_0S& a) {
     const auto* wq = reinterpret_cast<const __m256i*>(w.qs);
     const __m256i ones = _mm256_set1_epi16(1);
     __m256i isum = _mm256_setzero_si256();
@@ -467,21 +463,51 @@ inline __m256i q8r8_dots(const BlockQ8_0R8& w, const BlockQ8_0S& a, Mag mag) {
         int32_t q;
         std::memcpy(&q, a.qs + 4 * k, 4);
         const __m256i s = _mm256_sign_epi8(_mm256_set1_epi32(q), wk);
-        isum = _mm256_add_epi32(isum, _mm256_madd_epi16(_mm256_maddubs_epi16(mag(k, wk), s), ones));
+        isum = _mm256_add_epi32(isum, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(wk), s), ones));
     }
     return isum;
 }
 
-// group_r8's layout: a pass of several tokens takes the levels' magnitudes once per block (load), and each
-// token's dots read the signed levels again from L1 (q8r8_dots).
-struct Q8R8 {
-    using Block = BlockQ8_0R8;
-    static void load(const Block& b, __m256i (&wabs)[8]) {
-        for (int k = 0; k < 8; ++k) wabs[k] = _mm256_abs_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs) + k));
+// A pass of T tokens over one group, quad by quad: quad k's levels and |w| stay in two registers while every
+// token's activation quad meets them, and the T tokens' int32 sums grow side by side. The same integer dots
+// and f32 steps as q8r8_dots per token, so a token's logits do not depend on its batch. Against a block at a
+// time with each token's eight quads in turn (the levels read again from L1 per token and quad, one
+// dependent sum per token): kernels_bench Cpu1T/0/896/4864/512/1/1 on the AVX2-only Zen 3 host, five
+// alternating rounds, median 96 GFLOP/s a core against 85; eight tokens a pass no better than six
+// (BENCHMARKS.md, Fifteenth session).
+template <int T>
+void group_q8r8(int64_t nb, const BlockQ8_0R8* wb, const uint8_t* a, size_t as, float* y, int64_t ldy) {
+    const BlockQ8_0S* at[T];
+    for (int t = 0; t < T; ++t) at[t] = reinterpret_cast<const BlockQ8_0S*>(a + size_t(t) * as);
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256 acc[T];
+    for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+        prefetch_stream(wb + b, sizeof(wb[b]));
+        const auto* wq = reinterpret_cast<const __m256i*>(wb[b].qs);
+        __m256i isum[T];
+        for (int t = 0; t < T; ++t) isum[t] = _mm256_setzero_si256();
+        for (int k = 0; k < 8; ++k) {
+            const __m256i wk = _mm256_loadu_si256(wq + k);
+            const __m256i wabs = _mm256_abs_epi8(wk);
+            for (int t = 0; t < T; ++t) {
+                int32_t q;
+                std::memcpy(&q, at[t][b].qs + 4 * k, 4);
+                const __m256i s = _mm256_sign_epi8(_mm256_set1_epi32(q), wk);
+                isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(_mm256_maddubs_epi16(wabs, s), ones));
+            }
+        }
+        const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb[b].d)));
+        for (int t = 0; t < T; ++t)
+            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), _mm256_mul_ps(d, _mm256_set1_ps(at[t][b].d)), acc[t]);
     }
-    static __m256i dots(const Block& b, const __m256i (&wabs)[8], const BlockQ8_0S& a) {
-        return q8r8_dots(b, a, [&](int k, __m256i) { return wabs[k]; });
-    }
+    for (int t = 0; t < T; ++t) _mm256_storeu_ps(y + t * ldy, acc[t]);
+}
+struct Q8R8Pass {
+    template <int T>
+    struct K {
+        static constexpr auto run = group_q8r8<T>;
+    };
 };
 
 // One token (decode) over NG groups in lockstep. Per group it takes |w| quad by quad instead of all eight
@@ -500,7 +526,7 @@ void decode_q8r8(int64_t nb, const BlockQ8_0R8* const* wg, const BlockQ8_0S* at,
         const __m256 ad = _mm256_set1_ps(at[b].d);
         for (int g = 0; g < NG; ++g) {
             const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wg[g][b].d)));
-            const __m256i isum = q8r8_dots(wg[g][b], at[b], [](int, __m256i wk) { return _mm256_abs_epi8(wk); });
+            const __m256i isum = q8r8_dots(wg[g][b], at[b]);
             acc[g] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(d, ad), acc[g]);
         }
     }
@@ -746,7 +772,7 @@ void fill_avx2(KernelSet& k) {
     k.tile[id(DType::Q6_K)] = tile_k<BlockQ6_K, unpack_q6_k_avx2>;
     k.quantize_q8_0 = quantize_q8_0_avx2;
     k.quantize_q8_k = quantize_q8_k_avx2;
-    k.tile[id(DType::Q8_0_R8)] = tile_groups<kR8Rows, BlockQ8_0R8, R8<Q8R8>::K, 6, QK, decode_tile_q8r8>;
+    k.tile[id(DType::Q8_0_R8)] = tile_groups<kR8Rows, BlockQ8_0R8, Q8R8Pass::K, 6, QK, decode_tile_q8r8>;
     k.tile[id(DType::Q4_0_R8)] = tile_groups<kR8Rows, BlockQ4_0R8, R8<Q4R8>::K, 9, QK>;
     k.tile[id(DType::Q5_0_R8)] = tile_groups<kR8Rows, BlockQ5_0R8, R8<Q5R8>::K, 9, QK>;
     for (DType t : {DType::Q8_0_R8, DType::Q4_0_R8, DType::Q5_0_R8})

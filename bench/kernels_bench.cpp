@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "kv/kv_cache.h"
+#include "kv/prefix_cache.h"
 #include "model/attention.h"
 #include "sample/sampler.h"
 #include "tensor/bandwidth.h"
@@ -348,6 +349,30 @@ void BM_SampleVerifyRows(benchmark::State& state) {
     state.SetLabel(sample_label(state.range(0)));
 }
 
+// The prefix cache's per-request work on a conversation of N tokens already cached (one path of N / 16
+// blocks): a turn takes the cached prefix (acquire, at admission) and hands its blocks back (insert, when it
+// finishes: between the answer's last token and its final event). Range(1) = 1: cached_blocks() instead,
+// the walk over the whole trie behind the runtime's kv_blocks_cached gauge.
+void BM_PrefixCache(benchmark::State& state) {
+    const int n = int(state.range(0));
+    KVCache kv(KVConfig{1, 32, 16, DType::F32, n / 16 + 64});
+    PrefixCache cache(kv);
+    std::vector<int32_t> tokens(static_cast<size_t>(n)), blocks;
+    std::mt19937 rng(1);
+    for (int32_t& t : tokens) t = int32_t(rng() % 32000);
+    for (int i = 0; i < n / 16; ++i) blocks.push_back(kv.alloc());
+    cache.insert(tokens, n, blocks);
+    for (auto _ : state) {
+        if (state.range(1) == 1) {
+            benchmark::DoNotOptimize(cache.cached_blocks());
+            continue;
+        }
+        PrefixCache::Match m = cache.acquire(tokens, n);
+        cache.insert(tokens, m.n_tokens, m.blocks);
+    }
+    state.SetLabel(state.range(1) == 1 ? "cached_blocks" : "acquire + insert");
+}
+
 // The cost of one empty parallel region with workers spinning: the floor under every matmul.
 void BM_PoolRun(benchmark::State& state) {
     ThreadPool& p = pool();
@@ -411,6 +436,7 @@ void small_args(benchmark::internal::Benchmark* b) {
 
 BENCHMARK(BM_Bandwidth)->Arg(1)->Arg(kThreads)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_PoolRun);
+BENCHMARK(BM_PrefixCache)->ArgsProduct({{1024, 16384, 131072}, {0, 1}})->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Sample)->DenseRange(0, 2)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_SampleVerifyRows)->DenseRange(0, 1)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_Attention)->ArgsProduct({{7, 63}, {1544}, {0, 1, 2}, {1, 2}})->Unit(benchmark::kMicrosecond);

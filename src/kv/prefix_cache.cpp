@@ -16,11 +16,6 @@ PrefixCache::PrefixCache(KVCache& kv) : kv_(kv), root_(std::make_unique<Node>())
 
 PrefixCache::~PrefixCache() { clear(); }
 
-void PrefixCache::touch(Node* n) {
-    ++clock_;
-    for (; n && n != root_.get(); n = n->parent) n->last_used = clock_;
-}
-
 namespace {
 size_t common_prefix(std::span<const int32_t> a, std::span<const int32_t> b) {
     size_t n = std::min(a.size(), b.size()), k = 0;
@@ -33,6 +28,8 @@ PrefixCache::Match PrefixCache::acquire(std::span<const int32_t> tokens, int max
     Match m;
     const int bs = kv_.block_size();
     max_len = std::min<int>(max_len, static_cast<int>(tokens.size()));
+    const uint64_t now = ++clock_;  // one stamp for the whole path: a walk stays linear in its length
+    ++version_;
     Node* node = root_.get();
     int pos = 0;
     while (pos < max_len) {
@@ -47,7 +44,7 @@ PrefixCache::Match PrefixCache::acquire(std::span<const int32_t> tokens, int max
             }
         }
         if (!best) break;
-        touch(best);
+        best->last_used = now;
         if (best_len == static_cast<size_t>(bs)) {
             kv_.retain(best->block);
             m.blocks.push_back(best->block);
@@ -73,6 +70,8 @@ PrefixCache::Match PrefixCache::acquire(std::span<const int32_t> tokens, int max
 void PrefixCache::insert(std::span<const int32_t> tokens, int n_valid, std::span<const int32_t> blocks) {
     const int bs = kv_.block_size();
     n_valid = std::min<int>(n_valid, static_cast<int>(tokens.size()));
+    const uint64_t now = ++clock_;
+    ++version_;
     Node* node = root_.get();
     size_t i = 0;
     for (int pos = 0; pos < n_valid && i < blocks.size(); pos += bs, ++i) {
@@ -94,7 +93,7 @@ void PrefixCache::insert(std::span<const int32_t> tokens, int n_valid, std::span
             node->children.push_back(std::move(n));
             ++n_nodes_;
         }
-        touch(same);
+        same->last_used = now;
         if (static_cast<int>(seg.size()) < bs) {
             ++i;
             break;
@@ -105,6 +104,7 @@ void PrefixCache::insert(std::span<const int32_t> tokens, int n_valid, std::span
 }
 
 void PrefixCache::erase_leaf(Node* n) {
+    ++version_;
     Node* p = n->parent;
     kv_.release(n->block);
     auto it = std::find_if(p->children.begin(), p->children.end(), [n](const auto& c) { return c.get() == n; });
@@ -168,6 +168,7 @@ void PrefixCache::clear() {
         if (n != root_.get()) kv_.release(n->block);
     root_->children.clear();
     n_nodes_ = 0;
+    ++version_;
 }
 
 }  // namespace flint

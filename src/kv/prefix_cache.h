@@ -36,18 +36,23 @@ public:
     // Allocates a block, evicting if the pool is empty; -1 when nothing can be freed.
     int32_t alloc_block();
 
-    int64_t cached_blocks() const;  // blocks referenced only by the cache (evictable)
+    int64_t cached_blocks() const;  // blocks referenced only by the cache (evictable): a walk of the whole trie
+    // Changes whenever acquire, insert, evict or clear may have changed what the trie holds or which of its
+    // blocks a sequence shares, so a caller recounts cached_blocks() only then, not every step.
+    uint64_t version() const { return version_; }
     int64_t nodes() const { return n_nodes_; }
     void clear();                   // drops every entry (blocks still used by sequences stay alive)
 
 private:
     struct Node;
-    void touch(Node* n);
     void erase_leaf(Node* n);
 
     KVCache& kv_;
     std::unique_ptr<Node> root_;
+    // Recency: acquire and insert stamp every node of the path they walk with one new clock value, so a
+    // node is never older than its descendants (eviction takes leaves, oldest first).
     uint64_t clock_ = 0;
+    uint64_t version_ = 0;
     int64_t n_nodes_ = 0;
 };
 

@@ -68,6 +68,7 @@ struct Runtime::Impl {
     // Published for stats().
     std::atomic<int> n_waiting{0}, n_running{0};
     std::atomic<int64_t> blocks_used{0}, blocks_cached{0};
+    uint64_t counted_version = ~uint64_t(0);  // the prefix cache version blocks_cached was counted at (engine thread)
     std::atomic<uint64_t> requests_total{0}, prompt_total{0}, cached_total{0}, prefilled_total{0}, generated_total{0},
         steps_total{0}, drafted_prediction{0}, accepted_prediction{0}, drafted_lookup{0}, accepted_lookup{0};
 
@@ -522,7 +523,10 @@ struct Runtime::Impl {
         n_waiting = static_cast<int>(waiting.size());
         n_running = static_cast<int>(running.size());
         blocks_used = kv->used_blocks();
-        blocks_cached = cache->cached_blocks();
+        if (cache->version() != counted_version) {  // a walk of the whole trie: only after it changed
+            counted_version = cache->version();
+            blocks_cached = cache->cached_blocks();
+        }
     }
 };
 

@@ -156,7 +156,9 @@ int64_t PrefixCache::cached_blocks() const {
 }
 
 void PrefixCache::clear() {
-    // Post-order: release every node's block.
+    // Every node after all of its ancestors (pre-order), then undone from the end: each node's block is
+    // released and its children (already emptied) destroyed, so no destructor recurses down a path as deep as
+    // the conversation (a 1M-token one is 65,536 nodes deep).
     std::vector<Node*> stack{root_.get()}, order;
     while (!stack.empty()) {
         Node* n = stack.back();
@@ -164,9 +166,10 @@ void PrefixCache::clear() {
         order.push_back(n);
         for (auto& c : n->children) stack.push_back(c.get());
     }
-    for (Node* n : order)
-        if (n != root_.get()) kv_.release(n->block);
-    root_->children.clear();
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+        if (*it != root_.get()) kv_.release((*it)->block);
+        (*it)->children.clear();
+    }
     n_nodes_ = 0;
     ++version_;
 }

@@ -1,6 +1,7 @@
 // The prefix cache on its own: what acquire finds, what insert keeps, which entries evict takes first, and
 // when cached_blocks must be recounted (version).
 #include <gtest/gtest.h>
+#include <pthread.h>
 
 #include <numeric>
 #include <vector>
@@ -134,4 +135,36 @@ TEST(PrefixCache, AConversationThousandsOfBlocksDeepRoundTrips) {
     EXPECT_EQ(cache.cached_blocks(), 1) << "only the block the copy was made from is the cache's alone";
     for (int32_t b : m.blocks) kv.release(b);
     EXPECT_EQ(cache.cached_blocks(), n / 16);
+}
+
+TEST(PrefixCache, DestroyingADeepTrieDoesNotRecurseDownIt) {
+    // 65,536 nodes deep (a 1M-token conversation in blocks of 16), built and destroyed on a thread with a
+    // 256 KiB stack: a destructor recursing down the path would overflow it (a crash, not a failed check).
+    struct Result {
+        int64_t nodes = 0, used_after = -1;
+    } result;
+    auto body = [](void* arg) -> void* {
+        auto& r = *static_cast<Result*>(arg);
+        const int depth = 65536, n = depth * kBs;
+        KVCache kv({.n_layers = 1, .kv_dim = 4, .block_size = kBs, .type = DType::F32, .n_blocks = depth + 8});
+        {
+            PrefixCache cache(kv);
+            std::vector<int32_t> tokens(static_cast<size_t>(n)), blocks;
+            for (int i = 0; i < n; ++i) tokens[static_cast<size_t>(i)] = i;
+            for (int i = 0; i < depth; ++i) blocks.push_back(kv.alloc());
+            cache.insert(tokens, n, blocks);
+            r.nodes = cache.nodes();
+        }
+        r.used_after = kv.used_blocks();
+        return nullptr;
+    };
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 256 * 1024);
+    pthread_t thread;
+    ASSERT_EQ(0, pthread_create(&thread, &attr, body, &result));
+    pthread_join(thread, nullptr);
+    pthread_attr_destroy(&attr);
+    EXPECT_EQ(result.nodes, 65536);
+    EXPECT_EQ(result.used_after, 0) << "every block released";
 }

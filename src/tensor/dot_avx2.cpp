@@ -453,24 +453,29 @@ void group_r8(int64_t nb, const typename W::Block* wb, const uint8_t* a, size_t 
 // dot), then as Q4_0_R8: one convert, one scale product and one FMA per token and eight rows. The file
 // layout's kernel spends a sign, a VPMADDUBSW, a VPMADDWD, a convert, a scale product and an FMA per row,
 // token and block.
+// isum + quad k's dots (int32 lane i = row i): levels wk, their magnitudes wabs, the activation quad at aq.
+// The one integer step both kernels below take, so a token's dots are the same alone or in a batch.
+inline __m256i q8r8_quad(__m256i isum, __m256i wk, __m256i wabs, const int8_t* aq) {
+    int32_t q;
+    std::memcpy(&q, aq, 4);
+    const __m256i s = _mm256_sign_epi8(_mm256_set1_epi32(q), wk);
+    return _mm256_add_epi32(isum, _mm256_madd_epi16(_mm256_maddubs_epi16(wabs, s), _mm256_set1_epi16(1)));
+}
+
 // The eight rows' dots (int32 lane i = row i) of one block against one token's activation block.
 inline __m256i q8r8_dots(const BlockQ8_0R8& w, const BlockQ8_0S& a) {
     const auto* wq = reinterpret_cast<const __m256i*>(w.qs);
-    const __m256i ones = _mm256_set1_epi16(1);
     __m256i isum = _mm256_setzero_si256();
     for (int k = 0; k < 8; ++k) {
         const __m256i wk = _mm256_loadu_si256(wq + k);
-        int32_t q;
-        std::memcpy(&q, a.qs + 4 * k, 4);
-        const __m256i s = _mm256_sign_epi8(_mm256_set1_epi32(q), wk);
-        isum = _mm256_add_epi32(isum, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(wk), s), ones));
+        isum = q8r8_quad(isum, wk, _mm256_abs_epi8(wk), a.qs + 4 * k);
     }
     return isum;
 }
 
 // A pass of T tokens over one group, quad by quad: quad k's levels and |w| stay in two registers while every
 // token's activation quad meets them, and the T tokens' int32 sums grow side by side. The same integer dots
-// and f32 steps as q8r8_dots per token, so a token's logits do not depend on its batch. Against a block at a
+// and f32 steps as q8r8_dots per token (q8r8_quad), so a token's logits do not depend on its batch. Against a block at a
 // time with each token's eight quads in turn (the levels read again from L1 per token and quad, one
 // dependent sum per token): kernels_bench Cpu1T/0/896/4864/512/1/1 on the AVX2-only Zen 3 host, five
 // alternating rounds, median 96 GFLOP/s a core against 85; eight tokens a pass no better than six
@@ -479,7 +484,6 @@ template <int T>
 void group_q8r8(int64_t nb, const BlockQ8_0R8* wb, const uint8_t* a, size_t as, float* y, int64_t ldy) {
     const BlockQ8_0S* at[T];
     for (int t = 0; t < T; ++t) at[t] = reinterpret_cast<const BlockQ8_0S*>(a + size_t(t) * as);
-    const __m256i ones = _mm256_set1_epi16(1);
     __m256 acc[T];
     for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
@@ -490,12 +494,7 @@ void group_q8r8(int64_t nb, const BlockQ8_0R8* wb, const uint8_t* a, size_t as, 
         for (int k = 0; k < 8; ++k) {
             const __m256i wk = _mm256_loadu_si256(wq + k);
             const __m256i wabs = _mm256_abs_epi8(wk);
-            for (int t = 0; t < T; ++t) {
-                int32_t q;
-                std::memcpy(&q, at[t][b].qs + 4 * k, 4);
-                const __m256i s = _mm256_sign_epi8(_mm256_set1_epi32(q), wk);
-                isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(_mm256_maddubs_epi16(wabs, s), ones));
-            }
+            for (int t = 0; t < T; ++t) isum[t] = q8r8_quad(isum[t], wk, wabs, at[t][b].qs + 4 * k);
         }
         const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb[b].d)));
         for (int t = 0; t < T; ++t)

@@ -24,7 +24,7 @@ std::vector<int32_t> seq(int32_t first, int n) {
 // A finished sequence of `tokens` handing fresh blocks (as if it had computed them) to the cache.
 void finish(KVCache& kv, PrefixCache& cache, const std::vector<int32_t>& tokens) {
     std::vector<int32_t> blocks;
-    for (size_t i = 0; i < tokens.size(); i += kBs) blocks.push_back(kv.alloc());
+    for (size_t i = 0; i < tokens.size(); i += size_t(kv.block_size())) blocks.push_back(kv.alloc());
     cache.insert(tokens, static_cast<int>(tokens.size()), blocks);
 }
 
@@ -125,9 +125,7 @@ TEST(PrefixCache, AConversationThousandsOfBlocksDeepRoundTrips) {
     PrefixCache cache(kv);
     std::vector<int32_t> tokens(static_cast<size_t>(n));
     for (int i = 0; i < n; ++i) tokens[static_cast<size_t>(i)] = (i * 7919) % 50000;
-    std::vector<int32_t> blocks;
-    for (int i = 0; i < n / 16; ++i) blocks.push_back(kv.alloc());
-    cache.insert(tokens, n, blocks);
+    finish(kv, cache, tokens);
     PrefixCache::Match m = cache.acquire(tokens, n - 1);  // as admission asks: all but the last token
     EXPECT_EQ(m.n_tokens, n - 1);
     ASSERT_EQ(m.blocks.size(), size_t(n / 16));
@@ -149,10 +147,7 @@ TEST(PrefixCache, DestroyingADeepTrieDoesNotRecurseDownIt) {
         KVCache kv({.n_layers = 1, .kv_dim = 4, .block_size = kBs, .type = DType::F32, .n_blocks = depth + 8});
         {
             PrefixCache cache(kv);
-            std::vector<int32_t> tokens(static_cast<size_t>(n)), blocks;
-            for (int i = 0; i < n; ++i) tokens[static_cast<size_t>(i)] = i;
-            for (int i = 0; i < depth; ++i) blocks.push_back(kv.alloc());
-            cache.insert(tokens, n, blocks);
+            finish(kv, cache, seq(0, n));
             r.nodes = cache.nodes();
         }
         r.used_after = kv.used_blocks();

@@ -475,9 +475,9 @@ inline __m256i q8r8_dots(const BlockQ8_0R8& w, const BlockQ8_0S& a) {
 
 // A pass of T tokens over one group, quad by quad: quad k's levels and |w| stay in two registers while every
 // token's activation quad meets them, and the T tokens' int32 sums grow side by side. The same integer dots
-// and f32 steps as q8r8_dots per token (q8r8_quad), so a token's logits do not depend on its batch. Against a block at a
-// time with each token's eight quads in turn (the levels read again from L1 per token and quad, one
-// dependent sum per token): kernels_bench Cpu1T/0/896/4864/512/1/1 on the AVX2-only Zen 3 host, five
+// (q8r8_quad) and f32 steps as q8r8_dots per token, so a token's logits do not depend on its batch. Against
+// a block at a time with each token's eight quads in turn (the levels read again from L1 per token and quad,
+// one dependent sum per token): kernels_bench Cpu1T/0/896/4864/512/1/1 on the AVX2-only Zen 3 host, five
 // alternating rounds, median 96 GFLOP/s a core against 85; eight tokens a pass no better than six
 // (BENCHMARKS.md, Fifteenth session).
 template <int T>

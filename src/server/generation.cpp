@@ -138,8 +138,11 @@ PreparedResponse prepare_response(ServerState& st, ResponsesRequest req, const A
     append_forced_prefix(m, prompt, forced);
     if (static_cast<int>(prompt.size()) >= m.ctx) throw context_error(prompt.size(), m.ctx);
     if (prompt.empty()) throw bad_request("The input is empty and the model adds no BOS token: nothing to continue.", "input");
+    p.gen.max_tokens = output_budget(m, prompt.size(), req.max_output_tokens);
+    // The prompt becomes the response's token history when it finishes (ResponseEvents::finish appends the
+    // output): room for it now, so that append does not copy the whole conversation after the last token.
+    prompt.reserve(prompt.size() + static_cast<size_t>(p.gen.max_tokens));
     p.gen.prompt = std::move(prompt);
-    p.gen.max_tokens = output_budget(m, p.gen.prompt.size(), req.max_output_tokens);
     set_sampling(p.gen, req.temperature, req.top_p, req.seed);
     if (req.include_logprobs) {
         p.gen.sampling.logprobs = true;

@@ -340,7 +340,7 @@ net::awaitable<void> run_background(std::shared_ptr<Background> b) {
                 refresh(b->events);
                 continue;
             }
-            b->events.finish(ev, b->p.gen.prompt, out, monotonic_us(ev.at));
+            b->events.finish(ev, std::move(b->p.gen.prompt), out, monotonic_us(ev.at));
             account(b->st, b->key, ev.usage);
             store_if_asked(b->st, b->p.rec);
             done = true;
@@ -386,7 +386,7 @@ net::awaitable<void> handle_responses_create(HttpContext& c, const json& body) {
     auto render = [&](const TimedEvent& ev) {
         out.clear();
         if (ev.done) {
-            events.finish(ev, p.gen.prompt, out, monotonic_us(ev.at));
+            events.finish(ev, std::move(p.gen.prompt), out, monotonic_us(ev.at));
         } else {
             events.token(ev, out, monotonic_us(ev.at));
             refresh(events);

@@ -312,10 +312,10 @@ json ResponseEvents::partial() const {
     return r;
 }
 
-void ResponseEvents::finish(const Event& fin, const std::vector<int32_t>& prompt, std::vector<json>& out, int64_t t_us) {
+void ResponseEvents::finish(const Event& fin, std::vector<int32_t> prompt, std::vector<json>& out, int64_t t_us) {
     if (!fin.text.empty()) token(fin, out, t_us);  // text the runtime held back until the end (a flush)
     rec_.finished_us = t_us;
-    rec_.history = prompt;
+    rec_.history = std::move(prompt);
     rec_.history.insert(rec_.history.end(), fin.output.begin(), fin.output.end());
     rec_.timings = fin.timings;
     rec_.usage = responses_usage(fin.usage);

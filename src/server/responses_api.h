@@ -97,8 +97,9 @@ public:
     // stream_timestamps each delta carries it as "t_us" (flint extension).
     void token(const Event& ev, std::vector<json>& out, int64_t t_us = 0);
     // The final event: closes open items, fills rec (status, output, usage, history, timings) and appends
-    // the terminal event (response.completed / .incomplete / .failed).
-    void finish(const Event& ev, const std::vector<int32_t>& prompt, std::vector<json>& out, int64_t t_us = 0);
+    // the terminal event (response.completed / .incomplete / .failed). The prompt becomes the start of
+    // rec.history: callers move it in (a long conversation's tokens are not copied on the way out).
+    void finish(const Event& ev, std::vector<int32_t> prompt, std::vector<json>& out, int64_t t_us = 0);
     // The response object while it generates: in_progress, with the message's text so far (a call being
     // written is not shown until it is complete).
     json partial() const;

@@ -201,7 +201,7 @@ private:
             std::vector<TimedEvent> batch = co_await chan->next();
             for (const TimedEvent& ev : batch) {
                 if (ev.done) {
-                    events.finish(ev, p->gen.prompt, out, monotonic_us(ev.at));
+                    events.finish(ev, std::move(p->gen.prompt), out, monotonic_us(ev.at));
                     final_ev = ev;
                     done = true;
                 } else {
@@ -209,17 +209,20 @@ private:
                     refresh(events);
                 }
             }
-            if (done) finish_turn(rec, final_ev);  // before the terminal event goes out
+            if (done) end_turn(rec, final_ev);  // before the terminal event goes out
         }
+        // After it, the connection's own history (its next turn starts only once this one returns), moved
+        // rather than copied: at a long conversation that copy sat between the engine and the client.
+        cache_.put(rec.id, History{rec.model, std::move(rec.history), rec.req.instructions});
     }
 
-    // Bookkeeping once the engine is done: the connection's history, the store, the live registry.
-    void finish_turn(const ResponseRecord& rec, const Event& final_ev) {
+    // What must be in place before the terminal event goes out: a client that has it may at once, from any
+    // connection, fetch the response (store), find it no longer live, or read the metrics.
+    void end_turn(const ResponseRecord& rec, const Event& final_ev) {
         conn_->in_flight = false;
         --st_.metrics.in_flight;
         st_.remove_live(rec.id);
         account(st_, key_, final_ev.usage);
-        cache_.put(rec.id, History{rec.model, rec.history, rec.req.instructions});
         if (rec.req.store) {
             try {
                 st_.put(rec);

@@ -124,16 +124,28 @@ std::string forced_call_prefix(const nlohmann::json& tool_choice, const nlohmann
     return open + name + "\", \"arguments\":";
 }
 
-std::vector<int32_t> build_prompt(const ModelEntry& m, const PromptParts& p, const History* previous) {
+namespace {
+
+// A continuation: the previous history (without the end-of-turn token the model generated: it was never
+// forwarded, so it has no KV, and the template's own end-of-turn text puts the same token back) and then
+// `delta`, in one buffer with room for `spare` more tokens.
+std::vector<int32_t> continue_history(const ModelEntry& m, const History& previous, const std::vector<int32_t>& delta,
+                                      size_t spare) {
+    size_t keep = previous.tokens.size();
+    if (m.chat_format && m.tokenizer->is_eog(previous.tokens.back())) --keep;
+    std::vector<int32_t> tokens;
+    tokens.reserve(keep + delta.size() + spare);
+    tokens.assign(previous.tokens.begin(), previous.tokens.begin() + static_cast<std::ptrdiff_t>(keep));
+    tokens.insert(tokens.end(), delta.begin(), delta.end());
+    return tokens;
+}
+
+}  // namespace
+
+std::vector<int32_t> build_prompt(const ModelEntry& m, const PromptParts& p, const History* previous, size_t spare) {
     const Tokenizer& tok = *m.tokenizer;
     std::vector<int32_t> tokens;
     bool continuing = previous && !previous->tokens.empty();
-    if (continuing) {
-        tokens = previous->tokens;
-        // The end-of-turn token the model generated was never forwarded (no KV); the template's own
-        // end-of-turn text below puts the same token back.
-        if (m.chat_format && tok.is_eog(tokens.back())) tokens.pop_back();
-    }
     try {
         // Instructions are not inherited through previous_response_id, but a continuation that re-sends the
         // ones its history already starts with must not get them again (clients re-send them every turn).
@@ -141,12 +153,9 @@ std::vector<int32_t> build_prompt(const ModelEntry& m, const PromptParts& p, con
                                       (!continuing || previous->instructions != p.instructions);
         if (!m.chat_format) {
             std::string text = plain_text(continuing && !new_instructions ? std::nullopt : p.instructions, p.items);
-            if (continuing) {
-                std::vector<int32_t> delta = tok.encode(std::string("\n").append(text), false, false);
-                tokens.insert(tokens.end(), delta.begin(), delta.end());
-            } else {
-                tokens = tok.encode(text, tok.add_bos(), false);
-            }
+            if (continuing) return continue_history(m, *previous, tok.encode(std::string("\n").append(text), false, false), spare);
+            tokens = tok.encode(text, tok.add_bos(), false);
+            tokens.reserve(tokens.size() + spare);
             return tokens;
         }
         std::vector<ChatMessage> msgs = to_messages(p.items);
@@ -164,13 +173,13 @@ std::vector<int32_t> build_prompt(const ModelEntry& m, const PromptParts& p, con
             if (!tools_block.empty()) system.append(system.empty() ? "" : "\n\n").append(tools_block);
             if (!system.empty()) msgs.insert(msgs.begin(), {"system", system});
             std::string text = apply_chat_template(*m.chat_format, msgs, true, "");
-            return tok.encode(text, tok.add_bos(), true);
+            tokens = tok.encode(text, tok.add_bos(), true);
+            tokens.reserve(tokens.size() + spare);
+            return tokens;
         }
         if (new_instructions) msgs.insert(msgs.begin(), {"system", *p.instructions});
         std::string text = end_of_assistant_turn(*m.chat_format) + apply_chat_template(*m.chat_format, msgs, true, "");
-        std::vector<int32_t> delta = tok.encode(text, false, true);
-        tokens.insert(tokens.end(), delta.begin(), delta.end());
-        return tokens;
+        return continue_history(m, *previous, tok.encode(text, false, true), spare);
     } catch (const Error& e) {
         throw bad_request(std::string("cannot build the prompt: ") + e.what(), "input");
     }

@@ -55,8 +55,10 @@ struct PromptParts {
     const nlohmann::json* tools = nullptr;     // array of function tools, or null
 };
 
-// The prompt tokens. Throws ApiError for an unusable conversation.
-std::vector<int32_t> build_prompt(const ModelEntry& m, const PromptParts& p, const History* previous);
+// The prompt tokens. Throws ApiError for an unusable conversation. `spare`: room to reserve beyond them, for
+// the answer's tokens that are appended to make the response's history (a continuation is then built with
+// one copy of the conversation, and finishing adds none).
+std::vector<int32_t> build_prompt(const ModelEntry& m, const PromptParts& p, const History* previous, size_t spare = 0);
 
 // truncation "auto" for a continued conversation: removes at least `excess` tokens from the oldest turns of
 // `history`, keeping its first turn (the system prompt, or the first message) and its last exchange. Chat formats drop whole turns,

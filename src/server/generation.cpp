@@ -1,5 +1,6 @@
 #include "server/generation.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <limits>
@@ -13,6 +14,8 @@ namespace flint::server {
 namespace {
 
 constexpr size_t kCacheEntries = 8;
+// Room reserved after a Responses prompt for its answer's tokens (prepare_response).
+constexpr int64_t kSpareTokens = 4096;
 
 int64_t now_s() {
     return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -105,10 +108,14 @@ static void append_forced_prefix(const ModelEntry& m, std::vector<int32_t>& prom
 
 PreparedResponse prepare_response(ServerState& st, ResponsesRequest req, const ApiKey* key, const ConnectionCache* cache) {
     PreparedResponse p;
-    std::optional<History> previous;
+    // The history this request continues: the connection's own (not copied), or one from the store.
+    const History* previous = nullptr;
+    std::optional<History> owned;
     if (!req.previous_response_id.empty()) {
-        if (const History* h = cache ? cache->find(req.previous_response_id) : nullptr) previous = *h;
-        else if (auto s = st.get(req.previous_response_id)) previous = std::move(s->history);
+        previous = cache ? cache->find(req.previous_response_id) : nullptr;
+        if (!previous) {
+            if (auto s = st.get(req.previous_response_id)) previous = &owned.emplace(std::move(s->history));
+        }
         if (!previous)
             throw bad_request("Previous response with id '" + req.previous_response_id + "' not found.", "previous_response_id",
                               "previous_response_not_found");
@@ -124,24 +131,26 @@ PreparedResponse prepare_response(ServerState& st, ResponsesRequest req, const A
     std::vector<InputItem> items = req.input;
     PromptParts parts{req.instructions, items, &req.tools};
     const std::string forced = req.generate ? forced_call_prefix(req.tool_choice, req.tools) : "";
-    std::vector<int32_t> prompt = build_prompt(m, parts, previous ? &*previous : nullptr);
+    // The prompt becomes the response's token history when it finishes (ResponseEvents::finish appends the
+    // output): room for a typical answer, so that append does not copy the whole conversation after the last
+    // token (a longer answer costs one copy then, spread over its tokens).
+    const size_t spare = static_cast<size_t>(std::clamp<int64_t>(req.max_output_tokens.value_or(kSpareTokens), 1, kSpareTokens));
+    std::vector<int32_t> prompt = build_prompt(m, parts, previous, spare);
     // truncation "auto": drop the oldest items of this request (never the last), then the oldest turns of the
     // conversation it continues (keeping its first turn), until the prompt fits.
     while (req.truncation == "auto" && static_cast<int>(prompt.size()) >= m.ctx && items.size() > 1) {
         items.erase(items.begin());
         parts.items = items;
-        prompt = build_prompt(m, parts, previous ? &*previous : nullptr);
+        prompt = build_prompt(m, parts, previous, spare);
     }
-    while (req.truncation == "auto" && static_cast<int>(prompt.size()) >= m.ctx && previous &&
-           drop_oldest_turns(m, *previous, prompt.size() - static_cast<size_t>(m.ctx) + 1))
-        prompt = build_prompt(m, parts, &*previous);
+    if (req.truncation == "auto" && static_cast<int>(prompt.size()) >= m.ctx && previous && !owned) previous = &owned.emplace(*previous);
+    while (req.truncation == "auto" && static_cast<int>(prompt.size()) >= m.ctx && owned &&
+           drop_oldest_turns(m, *owned, prompt.size() - static_cast<size_t>(m.ctx) + 1))
+        prompt = build_prompt(m, parts, previous, spare);
     append_forced_prefix(m, prompt, forced);
     if (static_cast<int>(prompt.size()) >= m.ctx) throw context_error(prompt.size(), m.ctx);
     if (prompt.empty()) throw bad_request("The input is empty and the model adds no BOS token: nothing to continue.", "input");
     p.gen.max_tokens = output_budget(m, prompt.size(), req.max_output_tokens);
-    // The prompt becomes the response's token history when it finishes (ResponseEvents::finish appends the
-    // output): room for it now, so that append does not copy the whole conversation after the last token.
-    prompt.reserve(prompt.size() + static_cast<size_t>(p.gen.max_tokens));
     p.gen.prompt = std::move(prompt);
     set_sampling(p.gen, req.temperature, req.top_p, req.seed);
     if (req.include_logprobs) {

@@ -54,6 +54,44 @@ TEST_F(WebSocket, SecondTurnContinuesOnTheCachedKvAndPrefillsOnlyTheDelta) {
     EXPECT_EQ(r2["previous_response_id"], r1["id"]);
 }
 
+// store:false, so each continuation's history comes from the connection's own cache: truncation "auto" drops
+// the oldest turns of a copy, and the cached history it started from stays whole (continuing from it again
+// without truncation is still refused).
+TEST_F(WebSocket, TruncationAutoLeavesTheConnectionsCachedHistoryWhole) {
+    WsClient ws(port());
+    std::string text;
+    while (text.size() < 400) text += "The little dog ran to the park. ";  // ctx is 512: a few turns fill it
+    std::string id;
+    json refused;
+    for (int turn = 0; turn < 8 && refused.is_null(); ++turn) {
+        json req = create({{"input", text}, {"max_output_tokens", 4}, {"store", false}});
+        if (!id.empty()) req["previous_response_id"] = id;
+        ws.send(req);
+        json t = terminal_of(ws.recv_until(kTerminal));
+        if (t["type"] == "error") refused = t;
+        else id = t["response"]["id"];
+    }
+    ASSERT_FALSE(id.empty());
+    ASSERT_FALSE(refused.is_null()) << "the conversation never outgrew the context";
+    EXPECT_EQ(refused["error"]["code"], "context_length_exceeded");
+    json next = create({{"input", text}, {"max_output_tokens", 4}, {"store", false}, {"previous_response_id", id}, {"truncation", "auto"}});
+    ws.send(next);
+    json ok = terminal_of(ws.recv_until(kTerminal));
+    ASSERT_NE(ok["type"], "error") << ok.dump();  // completed, or incomplete at max_output_tokens
+    EXPECT_LT(ok["response"]["usage"]["input_tokens"].get<int>(), 512);
+    EXPECT_GT(ok["response"]["usage"]["input_tokens"].get<int>(), 100);
+    next.erase("truncation");
+    ws.send(next);
+    json again = terminal_of(ws.recv_until(kTerminal));
+    EXPECT_EQ(again["type"], "error") << "the cached history was truncated in place";
+    EXPECT_EQ(again["error"]["code"], "context_length_exceeded");
+    // The truncated conversation goes on.
+    ws.send(create({{"input", "And then?"}, {"max_output_tokens", 4}, {"store", false}, {"previous_response_id", ok["response"]["id"]},
+                    {"truncation", "auto"}}));
+    json after = terminal_of(ws.recv_until(kTerminal));
+    EXPECT_NE(after["type"], "error") << after.dump();
+}
+
 TEST_F(WebSocket, WarmUpWithGenerateFalseThenAChainedTurn) {
     WsClient ws(port());
     ws.send(create({{"instructions", "A story."}, {"input", "Once upon a time there was a dog"}, {"generate", false}}));

@@ -181,35 +181,42 @@ json timings_object(const ResponseRecord& r) {
 json response_object(const ResponseRecord& r) {
     const ResponsesRequest& q = r.req;
     auto opt = [](const auto& o) { return o ? json(*o) : json(nullptr); };
-    json o = {{"id", r.id},
-            {"object", "response"},
-            {"created_at", r.created_at},
-            {"completed_at", r.completed_at ? json(r.completed_at) : json(nullptr)},
-            {"status", r.status},
-            {"background", q.background},
-            {"model", r.model},
-            {"output", r.output},
-            {"usage", r.usage},
-            {"error", r.error},
-            {"incomplete_details", r.incomplete_details},
-            {"previous_response_id", q.previous_response_id.empty() ? json(nullptr) : json(q.previous_response_id)},
-            {"instructions", opt(q.instructions)},
-            {"temperature", q.temperature.value_or(1.0)},
-            {"top_p", q.top_p.value_or(1.0)},
-            {"top_logprobs", q.top_logprobs},
-            {"max_output_tokens", opt(q.max_output_tokens)},
-            {"tools", q.tools},
-            {"tool_choice", q.tool_choice},
-            {"parallel_tool_calls", q.parallel_tool_calls},
-            {"truncation", q.truncation},
-            {"metadata", q.metadata},
-            {"service_tier", q.service_tier},
-            {"text", q.text},
-            {"reasoning", q.reasoning},
-            {"prompt_cache_key", q.prompt_cache_key.empty() ? json(nullptr) : json(q.prompt_cache_key)},
-            {"user", q.user.empty() ? json(nullptr) : json(q.user)},
-            {"store", q.store}};
-    if (r.completed_at) o["timings"] = timings_object(r);
+    auto str_or_null = [](const std::string& s) { return s.empty() ? json(nullptr) : json(s); };
+    // Built member by member, in key order (the object's map keeps its keys sorted, so each insertion goes
+    // at its end): a braced list copies every value twice, and this object is built between the engine's
+    // final event and the client's terminal event (microbenchmark: 15 -> 6 us warm, 50 -> 33 us cold).
+    json o(json::value_t::object);
+    json::object_t& f = *o.get_ptr<json::object_t*>();
+    auto put = [&f](const char* key, json v) { f.emplace_hint(f.end(), key, std::move(v)); };
+    put("background", q.background);
+    put("completed_at", r.completed_at ? json(r.completed_at) : json(nullptr));
+    put("created_at", r.created_at);
+    put("error", r.error);
+    put("id", r.id);
+    put("incomplete_details", r.incomplete_details);
+    put("instructions", opt(q.instructions));
+    put("max_output_tokens", opt(q.max_output_tokens));
+    put("metadata", q.metadata);
+    put("model", r.model);
+    put("object", "response");
+    put("output", r.output);
+    put("parallel_tool_calls", q.parallel_tool_calls);
+    put("previous_response_id", str_or_null(q.previous_response_id));
+    put("prompt_cache_key", str_or_null(q.prompt_cache_key));
+    put("reasoning", q.reasoning);
+    put("service_tier", q.service_tier);
+    put("status", r.status);
+    put("store", q.store);
+    put("temperature", q.temperature.value_or(1.0));
+    put("text", q.text);
+    if (r.completed_at) put("timings", timings_object(r));
+    put("tool_choice", q.tool_choice);
+    put("tools", q.tools);
+    put("top_logprobs", q.top_logprobs);
+    put("top_p", q.top_p.value_or(1.0));
+    put("truncation", q.truncation);
+    put("usage", r.usage);
+    put("user", str_or_null(q.user));
     return o;
 }
 

@@ -64,6 +64,9 @@ net::awaitable<void> reader(WsStream& ws, std::shared_ptr<Connection> conn, Serv
         }
         conn->inbox.push_back(std::move(f));
         conn->signal->notify();
+        // Let the processor start the request before this coroutine reads on: re-arming the read (a socket
+        // read that finds nothing, Beast's bookkeeping) need not sit between a request and the engine.
+        co_await net::post(co_await net::this_coro::executor, net::use_awaitable);
     }
     conn->reader_done = true;
     if (conn->in_flight) conn->current_rt->cancel(conn->current_rid);  // closing the socket cancels

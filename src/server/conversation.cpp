@@ -74,6 +74,20 @@ std::string plain_text(const std::optional<std::string>& instructions, std::span
     return text;
 }
 
+// A continuation: the previous history (without the end-of-turn token the model generated: it was never
+// forwarded, so it has no KV, and the template's own end-of-turn text puts the same token back) and then
+// `delta`, in one buffer with room for `spare` more tokens.
+std::vector<int32_t> continue_history(const ModelEntry& m, const History& previous, const std::vector<int32_t>& delta,
+                                      size_t spare) {
+    size_t keep = previous.tokens.size();
+    if (m.chat_format && m.tokenizer->is_eog(previous.tokens.back())) --keep;
+    std::vector<int32_t> tokens;
+    tokens.reserve(keep + delta.size() + spare);
+    tokens.assign(previous.tokens.begin(), previous.tokens.begin() + static_cast<std::ptrdiff_t>(keep));
+    tokens.insert(tokens.end(), delta.begin(), delta.end());
+    return tokens;
+}
+
 }  // namespace
 
 std::string render_tools(const nlohmann::json& tools) {
@@ -123,24 +137,6 @@ std::string forced_call_prefix(const nlohmann::json& tool_choice, const nlohmann
         throw bad_request("Invalid 'tool_choice': function '" + name + "' is not among the tools.", "tool_choice", "invalid_value");
     return open + name + "\", \"arguments\":";
 }
-
-namespace {
-
-// A continuation: the previous history (without the end-of-turn token the model generated: it was never
-// forwarded, so it has no KV, and the template's own end-of-turn text puts the same token back) and then
-// `delta`, in one buffer with room for `spare` more tokens.
-std::vector<int32_t> continue_history(const ModelEntry& m, const History& previous, const std::vector<int32_t>& delta,
-                                      size_t spare) {
-    size_t keep = previous.tokens.size();
-    if (m.chat_format && m.tokenizer->is_eog(previous.tokens.back())) --keep;
-    std::vector<int32_t> tokens;
-    tokens.reserve(keep + delta.size() + spare);
-    tokens.assign(previous.tokens.begin(), previous.tokens.begin() + static_cast<std::ptrdiff_t>(keep));
-    tokens.insert(tokens.end(), delta.begin(), delta.end());
-    return tokens;
-}
-
-}  // namespace
 
 std::vector<int32_t> build_prompt(const ModelEntry& m, const PromptParts& p, const History* previous, size_t spare) {
     const Tokenizer& tok = *m.tokenizer;

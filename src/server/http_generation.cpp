@@ -159,9 +159,9 @@ private:
     std::shared_ptr<State> state_;
 };
 
-std::string sse_events(const std::vector<json>& events) {
+std::string sse_events(const std::vector<WireEvent>& events) {
     std::string s;
-    for (const json& e : events) s += "event: " + e["type"].get<std::string>() + "\ndata: " + dump(e) + "\n\n";
+    for (const WireEvent& e : events) s.append("event: ").append(e.type).append("\ndata: ").append(e.data).append("\n\n");
     return s;
 }
 
@@ -328,7 +328,7 @@ struct Background {
 };
 
 net::awaitable<void> run_background(std::shared_ptr<Background> b) {
-    std::vector<json> out;
+    std::vector<WireEvent> out;
     b->events.start(out);  // (nobody reads these events: they set the record's state)
     LiveRefresh refresh{b->st, b->p.rec.id};
     for (bool done = false; !done;) {
@@ -375,7 +375,7 @@ net::awaitable<void> handle_responses_create(HttpContext& c, const json& body) {
     Generation g(c, rt, chan, std::vector<uint64_t>{rid}, stream, p.rec.id, LiveResponse{&rt, rid, response_object(p.rec)},
                  std::nullopt, p.rec.req.background);
     ResponseEvents events(p.rec, *p.model->tokenizer);
-    std::vector<json> out;
+    std::vector<WireEvent> out;
     events.start(out);
     if (stream) {
         co_await g.sse.begin();

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "server/errors.h"
+#include "util/utf8.h"
 
 namespace flint::server {
 
@@ -83,6 +84,40 @@ inline json parse_body(const std::string& body) {
 // JSON text for a client; invalid UTF-8 (which the engine never produces, but user text might carry
 // through) is replaced rather than thrown.
 inline std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+// Appends `s` as a JSON string literal, exactly as dump() writes it: quotes, backslashes and control
+// characters escaped (\b \f \n \r \t, else \u00xx), UTF-8 as is; invalid UTF-8 goes through dump().
+// For the events written without a DOM (responses_api.cpp).
+inline void append_json_string(std::string& out, std::string_view s) {
+    if (!valid_utf8(s)) {
+        out += dump(json(std::string(s)));
+        return;
+    }
+    static constexpr char kHex[] = "0123456789abcdef";
+    out += '"';
+    size_t plain = 0;  // start of the run not yet copied
+    for (size_t i = 0; i < s.size(); ++i) {
+        const auto c = static_cast<unsigned char>(s[i]);
+        if (c >= 0x20 && c != '"' && c != '\\') continue;
+        out.append(s.data() + plain, i - plain);
+        plain = i + 1;
+        switch (c) {
+            case '"': out += "\\\""; break;
+            case '\\': out += "\\\\"; break;
+            case '\b': out += "\\b"; break;
+            case '\f': out += "\\f"; break;
+            case '\n': out += "\\n"; break;
+            case '\r': out += "\\r"; break;
+            case '\t': out += "\\t"; break;
+            default:
+                out += "\\u00";
+                out += kHex[c >> 4];
+                out += kHex[c & 15];
+        }
+    }
+    out.append(s.data() + plain, s.size() - plain);
+    out += '"';
+}
 
 // Message content: a string, or an array of parts whose texts are joined. A part whose type is not one of
 // `text_types` is refused (400 naming the part), not silently dropped; a part without a type counts as

@@ -87,29 +87,37 @@ json responses_usage(const Usage& u);
 // Item ids are added where the client omitted them (input_items lists them).
 json input_items_with_ids(const json& items);
 
+// One streamed event, serialized once: its type (SSE's `event:` line) and its JSON text (the `data:` line,
+// or the WebSocket frame).
+struct WireEvent {
+    std::string type;
+    std::string data;
+};
+
 // The event state machine of one response. Every method appends events (with type and an increasing
 // sequence_number) to `out`; the caller writes them as SSE events or WebSocket frames.
 class ResponseEvents {
 public:
     ResponseEvents(ResponseRecord& rec, const Tokenizer& tok);
-    void start(std::vector<json>& out);                    // response.created, response.in_progress
+    void start(std::vector<WireEvent>& out);                    // response.created, response.in_progress
     // Output items and text deltas. `t_us`: when the engine emitted the token (monotonic µs); with
     // stream_timestamps each delta carries it as "t_us" (flint extension).
-    void token(const Event& ev, std::vector<json>& out, int64_t t_us = 0);
+    void token(const Event& ev, std::vector<WireEvent>& out, int64_t t_us = 0);
     // The final event: closes open items, fills rec (status, output, usage, history, timings) and appends
     // the terminal event (response.completed / .incomplete / .failed). The prompt becomes the start of
     // rec.history: callers move it in (a long conversation's tokens are not copied on the way out).
-    void finish(const Event& ev, std::vector<int32_t> prompt, std::vector<json>& out, int64_t t_us = 0);
+    void finish(const Event& ev, std::vector<int32_t> prompt, std::vector<WireEvent>& out, int64_t t_us = 0);
     // The response object while it generates: in_progress, with the message's text so far (a call being
     // written is not shown until it is complete).
     json partial() const;
 
 private:
     json ev(const char* type);
+    static void push(json e, std::vector<WireEvent>& out);  // serializes e
     json text_part() const;                       // the message's output_text part, as it stands
     json message_item(const char* status) const;  // the message item holding it
-    void open_message(std::vector<json>& out);
-    void emit_text(const std::string& delta, std::vector<json>& out, int64_t t_us);
+    void open_message(std::vector<WireEvent>& out);
+    void emit_text(const std::string& delta, std::vector<WireEvent>& out, int64_t t_us);
 
     ResponseRecord& rec_;
     const Tokenizer& tok_;

@@ -105,11 +105,13 @@ public:
     }
 
 private:
-    net::awaitable<void> send(const json& j) {
+    net::awaitable<void> send(const json& j) { co_await send_text(dump(j)); }
+
+    net::awaitable<void> send_text(const std::string& text) {
         if (broken_) co_return;
         ws_.text(true);
         boost::system::error_code ec;
-        co_await ws_.async_write(net::buffer(dump(j)), net::redirect_error(net::use_awaitable, ec));
+        co_await ws_.async_write(net::buffer(text), net::redirect_error(net::use_awaitable, ec));
         if (ec) broken_ = true;
     }
 
@@ -117,10 +119,10 @@ private:
     // TCP_NODELAY each frame would be its own segment and the client would wake per frame (the terminal
     // batch has 4–5 frames). Corked while they are written, uncorked at once after — the same coalescing
     // the SSE path gets from writing a batch as one chunk.
-    net::awaitable<void> send_batch(const std::vector<json>& events) {
+    net::awaitable<void> send_batch(const std::vector<WireEvent>& events) {
         const bool cork = events.size() > 1;
         if (cork) set_cork(true);
-        for (const json& e : events) co_await send(e);
+        for (const WireEvent& e : events) co_await send_text(e.data);
         if (cork) set_cork(false);
     }
 
@@ -189,7 +191,7 @@ private:
         if (conn_->reader_done) rt.cancel(rid);  // the client left before this turn began
         ResponseEvents events(rec, *p->model->tokenizer);
         LiveRefresh refresh(st_, rec.id);
-        std::vector<json> out;
+        std::vector<WireEvent> out;
         events.start(out);
         Event final_ev;
         for (bool done = false;;) {

@@ -7,6 +7,7 @@
 
 #include "gguf/gguf.h"
 #include "server/conversation.h"
+#include "server/json_fields.h"
 #include "server/model_registry.h"
 #include "server/responses_api.h"
 #include "server/tool_stream.h"
@@ -27,6 +28,18 @@ Event token_event(const std::string& text, int32_t id = 1) {
     return e;
 }
 
+// The events as a client parses them. Each is also checked to be named by its own type (SSE's event: line)
+// and to be written exactly as dump() writes its parse (the delta event is written without a DOM).
+std::vector<json> parsed(const std::vector<WireEvent>& wire) {
+    std::vector<json> out;
+    for (const WireEvent& w : wire) {
+        out.push_back(json::parse(w.data));
+        EXPECT_EQ(out.back()["type"], w.type);
+        EXPECT_EQ(w.data, dump(out.back()));
+    }
+    return out;
+}
+
 std::vector<std::string> types(const std::vector<json>& evs) {
     std::vector<std::string> t;
     for (auto& e : evs) t.push_back(e["type"]);
@@ -40,16 +53,17 @@ TEST(ResponseEvents, ToolCallTextBecomesAFunctionCallItemAndIsNotShownAsText) {
     rec.id = "resp_x";
     rec.req.tools = json::array({{{"type", "function"}, {"name", "get_weather"}, {"parameters", json::object()}}});
     ResponseEvents ev(rec, *tok);
-    std::vector<json> out;
-    ev.start(out);
+    std::vector<WireEvent> wire;
+    ev.start(wire);
     for (const char* t : {"Let me check. ", "<tool", "_call>\n{\"name\": \"get_weather\", ", "\"arguments\": {\"city\": \"Paris\"}}\n</tool_call>"})
-        ev.token(token_event(t), out);
+        ev.token(token_event(t), wire);
     Event fin;
     fin.done = true;
     fin.finish = FinishReason::Eos;
     fin.usage.prompt_tokens = 10;
     fin.usage.completion_tokens = 4;
-    ev.finish(fin, {1, 2, 3}, out);
+    ev.finish(fin, {1, 2, 3}, wire);
+    const std::vector<json> out = parsed(wire);
     std::string shown;
     for (auto& e : out)
         if (e["type"] == "response.output_text.delta") shown += e["delta"].get<std::string>();
@@ -81,14 +95,15 @@ TEST(ResponseEvents, ParallelToolCallsFalseKeepsTheFirstCallOnly) {
         rec.req.tools = json::array({{{"type", "function"}, {"name", "a"}}, {{"type", "function"}, {"name", "b"}}});
         rec.req.parallel_tool_calls = parallel;
         ResponseEvents ev(rec, *tok);
-        std::vector<json> out;
-        ev.start(out);
-        ev.token(token_event("<tool_call>{\"name\": \"a\", \"arguments\": {}}</tool_call>"), out);
-        ev.token(token_event("<tool_call>{\"name\": \"b\", \"arguments\": {}}</tool_call>"), out);
+        std::vector<WireEvent> wire;
+        ev.start(wire);
+        ev.token(token_event("<tool_call>{\"name\": \"a\", \"arguments\": {}}</tool_call>"), wire);
+        ev.token(token_event("<tool_call>{\"name\": \"b\", \"arguments\": {}}</tool_call>"), wire);
         Event fin;
         fin.done = true;
         fin.finish = FinishReason::Eos;
-        ev.finish(fin, {1}, out);
+        ev.finish(fin, {1}, wire);
+        parsed(wire);
         ASSERT_EQ(rec.output.size(), parallel ? 2u : 1u) << rec.output.dump();
         EXPECT_EQ(rec.output[0]["name"], "a");
         if (parallel) {
@@ -102,14 +117,15 @@ TEST(ResponseEvents, CancelledResponseEndsIncompleteWithStatusCancelledAndKeepsP
     auto tok = load_tokenizer("models/stories260K.gguf");
     ResponseRecord rec;
     ResponseEvents ev(rec, *tok);
-    std::vector<json> out;
-    ev.start(out);
-    ev.token(token_event("Once", 7), out);
+    std::vector<WireEvent> wire;
+    ev.start(wire);
+    ev.token(token_event("Once", 7), wire);
     Event fin;
     fin.done = true;
     fin.finish = FinishReason::Cancelled;
     fin.output = {7};
-    ev.finish(fin, {1, 5}, out);
+    ev.finish(fin, {1, 5}, wire);
+    const std::vector<json> out = parsed(wire);
     EXPECT_EQ(out.back()["type"], "response.incomplete");
     EXPECT_EQ(out.back()["response"]["status"], "cancelled");
     EXPECT_EQ(out[out.size() - 2]["type"], "response.output_item.done");
@@ -117,17 +133,64 @@ TEST(ResponseEvents, CancelledResponseEndsIncompleteWithStatusCancelledAndKeepsP
     EXPECT_EQ(rec.history, (std::vector<int32_t>{1, 5, 7}));
 }
 
+// A JSON string written without a DOM is byte for byte what dump() writes: escapes, UTF-8 kept as is,
+// invalid UTF-8 replaced.
+TEST(WireJson, StringsAreWrittenExactlyAsDumpWritesThem) {
+    const std::string cases[] = {"", "plain", "quote \" and \\ backslash", "tab\tnew\nline\rcr\bbs\fff",
+                                 std::string("nul \0 and \x01 \x1f \x7f", 15), "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80",
+                                 "bad \xc3 end", "overlong \xc0\xaf", "surrogate \xed\xa0\x80"};
+    for (const std::string& c : cases) {
+        std::string got;
+        append_json_string(got, c);
+        EXPECT_EQ(got, dump(json(c))) << json(c).dump(-1, ' ', true, json::error_handler_t::replace);
+    }
+}
+
+// Text deltas carry their token's logprobs and, with stream_timestamps, the engine's time; text that needs
+// escaping survives the round trip.
+TEST(ResponseEvents, TextDeltasWithLogprobsAndTimestampsParseBack) {
+    FLINT_REQUIRE_SHARED("models/stories260K.gguf");
+    auto tok = load_tokenizer("models/stories260K.gguf");
+    ResponseRecord rec;
+    rec.req.include_logprobs = true;
+    rec.req.stream_timestamps = true;
+    ResponseEvents ev(rec, *tok);
+    std::vector<WireEvent> wire;
+    ev.start(wire);
+    Event a = token_event("He said \"hi\"\n\tcaf\xc3\xa9", 7);
+    a.logprob = -0.5f;
+    ev.token(a, wire, 1234567);
+    Event b = token_event("!", 9);
+    ev.token(b, wire, 1234999);
+    const std::vector<json> out = parsed(wire);
+    std::vector<json> deltas;
+    for (const json& e : out)
+        if (e["type"] == "response.output_text.delta") deltas.push_back(e);
+    ASSERT_EQ(deltas.size(), 2u);
+    EXPECT_EQ(deltas[0]["delta"], "He said \"hi\"\n\tcaf\xc3\xa9");
+    EXPECT_EQ(deltas[0]["t_us"], 1234567);
+    EXPECT_EQ(deltas[1]["t_us"], 1234999);
+    ASSERT_EQ(deltas[0]["logprobs"].size(), 1u);
+    EXPECT_FLOAT_EQ(deltas[0]["logprobs"][0]["logprob"].get<float>(), -0.5f);
+    EXPECT_EQ(deltas[0]["logprobs"][0]["token"], token_piece(*tok, 7));
+    EXPECT_EQ(deltas[0]["output_index"], 0);
+    EXPECT_EQ(deltas[0]["content_index"], 0);
+    EXPECT_EQ(deltas[0]["item_id"], out[2]["item"]["id"]);  // the message item added before it
+    for (size_t i = 0; i < out.size(); ++i) EXPECT_EQ(out[i]["sequence_number"], i);
+}
+
 TEST(ResponseEvents, WarmUpHasNoOutputItems) {
     FLINT_REQUIRE_SHARED("models/stories260K.gguf");
     auto tok = load_tokenizer("models/stories260K.gguf");
     ResponseRecord rec;
     ResponseEvents ev(rec, *tok);
-    std::vector<json> out;
-    ev.start(out);
+    std::vector<WireEvent> wire;
+    ev.start(wire);
     Event fin;
     fin.done = true;
     fin.finish = FinishReason::Prefilled;
-    ev.finish(fin, {1, 5}, out);
+    ev.finish(fin, {1, 5}, wire);
+    const std::vector<json> out = parsed(wire);
     EXPECT_EQ(types(out), (std::vector<std::string>{"response.created", "response.in_progress", "response.completed"}));
     EXPECT_TRUE(rec.output.empty());
 }

@@ -143,10 +143,11 @@ PreparedResponse prepare_response(ServerState& st, ResponsesRequest req, const A
         parts.items = items;
         prompt = build_prompt(m, parts, previous, spare);
     }
-    if (req.truncation == "auto" && static_cast<int>(prompt.size()) >= m.ctx && previous && !owned) previous = &owned.emplace(*previous);
-    while (req.truncation == "auto" && static_cast<int>(prompt.size()) >= m.ctx && owned &&
-           drop_oldest_turns(m, *owned, prompt.size() - static_cast<size_t>(m.ctx) + 1))
-        prompt = build_prompt(m, parts, previous, spare);
+    if (req.truncation == "auto" && static_cast<int>(prompt.size()) >= m.ctx && previous) {
+        if (!owned) previous = &owned.emplace(*previous);  // turns are dropped from a copy, never the cache's
+        while (static_cast<int>(prompt.size()) >= m.ctx && drop_oldest_turns(m, *owned, prompt.size() - static_cast<size_t>(m.ctx) + 1))
+            prompt = build_prompt(m, parts, previous, spare);
+    }
     append_forced_prefix(m, prompt, forced);
     if (static_cast<int>(prompt.size()) >= m.ctx) throw context_error(prompt.size(), m.ctx);
     if (prompt.empty()) throw bad_request("The input is empty and the model adds no BOS token: nothing to continue.", "input");

@@ -66,7 +66,10 @@ struct WsClient::Impl {
         });
     }
 
-    // Runs handlers until `done()` or the deadline.
+    // Runs handlers until `done()` or the deadline. After each wake-up, every handler already ready runs too:
+    // the frames that arrived in one TCP segment (a terminal batch is 4-5 frames) are then all taken from the
+    // read buffer, and stamped, on arrival, rather than one per call, after the caller has handled the one
+    // before (as an SSE reader stamps every event of a chunk when the chunk arrives).
     template <typename Pred>
     void run_until(Pred done, Clock::time_point deadline) {
         io.restart();
@@ -74,6 +77,8 @@ struct WsClient::Impl {
         while (!done() && Clock::now() < deadline) {
             io.restart();
             if (io.run_one_until(deadline) == 0 && io.stopped() && !reading && !writing) break;
+            io.restart();
+            io.poll();
         }
     }
 };

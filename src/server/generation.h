@@ -57,7 +57,8 @@ std::shared_ptr<ModelEntry> resolve_model(ServerState& st, const std::string& na
 void account(ServerState& st, const ApiKey* key, const Usage& u);
 
 // Refreshes a live response's snapshot (what GET /v1/responses/{id} shows while it generates) at most every
-// 100 ms: building it costs as much as the text so far. Call after each token event.
+// 100 ms: building it costs as much as the text so far. Call after the token events are written (it is
+// bookkeeping no client waits for), not between a token and its delivery.
 class LiveRefresh {
 public:
     LiveRefresh(ServerState& st, std::string id) : st_(st), id_(std::move(id)) {}

@@ -273,9 +273,11 @@ struct Generation {
     // nothing to send); `finished(final)` runs once the final events are in, before their text is written —
     // the Responses endpoint stores the response there, so a client reacting to response.completed
     // finds it. A failed write (the client went away) cancels the generation, and draining goes on
-    // until the engine confirms, so nothing is left running. Returns the final events, by choice.
-    template <class Render, class Finished>
-    net::awaitable<std::vector<Event>> drain(Render render, Finished finished) {
+    // until the engine confirms, so nothing is left running. `between()` runs after each batch's text is
+    // written, unless the generation ended in it: bookkeeping that no client waits for goes there, off the
+    // path from engine to client. Returns the final events, by choice.
+    template <class Render, class Finished, class Between = void (*)()>
+    net::awaitable<std::vector<Event>> drain(Render render, Finished finished, Between between = [] {}) {
         std::vector<Event> finals(rids.size());
         size_t n_done = 0;
         while (n_done < rids.size()) {
@@ -294,14 +296,16 @@ struct Generation {
                 finished(finals[0]);
                 live.finish();
             }
-            if (!stream) continue;
-            const bool was_gone = sse.gone;
-            co_await sse.chunk(out);
-            if (sse.gone && !was_gone && !watch.gone() && !keep_running) {
-                watch.mark_gone();
-                for (uint64_t rid : rids) rt.cancel(rid);
-                ++c.st.metrics.disconnects;
+            if (stream) {
+                const bool was_gone = sse.gone;
+                co_await sse.chunk(out);
+                if (sse.gone && !was_gone && !watch.gone() && !keep_running) {
+                    watch.mark_gone();
+                    for (uint64_t rid : rids) rt.cancel(rid);
+                    ++c.st.metrics.disconnects;
+                }
             }
+            if (n_done < rids.size()) between();
         }
         co_return finals;
     }
@@ -389,12 +393,11 @@ net::awaitable<void> handle_responses_create(HttpContext& c, const json& body) {
             events.finish(ev, std::move(p.gen.prompt), out, monotonic_us(ev.at));
         } else {
             events.token(ev, out, monotonic_us(ev.at));
-            refresh(events);
         }
         return stream ? sse_events(out) : std::string();
     };
     auto finished = [&](const Event&) { store_if_asked(c.st, p.rec); };
-    const std::vector<Event> finals = co_await g.drain(render, finished);
+    const std::vector<Event> finals = co_await g.drain(render, finished, [&] { refresh(events); });
     const Event& final_ev = finals[0];
     if (!g.client_here()) co_return;
     const std::string timing = server_timing(final_ev.timings, parse_ms);

@@ -194,7 +194,7 @@ private:
         std::vector<WireEvent> out;
         events.start(out);
         Event final_ev;
-        for (bool done = false;;) {
+        for (bool done = false, first = true;; first = false) {
             co_await send_batch(out);
             if (broken_ && !cancelled_) {
                 rt.cancel(rid);
@@ -202,6 +202,7 @@ private:
                 ++st_.metrics.disconnects;
             }
             if (done) break;
+            if (!first) refresh(events);  // after the batch is out, unless it ended the response
             out.clear();
             std::vector<TimedEvent> batch = co_await chan->next();
             for (const TimedEvent& ev : batch) {
@@ -211,7 +212,6 @@ private:
                     done = true;
                 } else {
                     events.token(ev, out, monotonic_us(ev.at));
-                    refresh(events);
                 }
             }
             if (done) end_turn(rec, final_ev);  // before the terminal event goes out

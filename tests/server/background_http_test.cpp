@@ -7,6 +7,9 @@
 #include <chrono>
 #include <thread>
 
+#include "client/http_client.h"
+#include "client/sse.h"
+#include "client/url.h"
 #include "harness.h"
 
 namespace flint::test {
@@ -121,6 +124,33 @@ TEST_F(Background, AResponseIsVisibleWithItsTextWhileItStreams) {
     EXPECT_FALSE(partial.empty());
     const std::vector<json> rest = ws.recv_until({"response.completed", "response.incomplete"});
     EXPECT_TRUE(rest.back()["response"]["output"][0]["content"][0]["text"].get<std::string>().starts_with(partial)) << partial;
+}
+
+// The same over HTTP: the snapshot is refreshed after each batch of deltas is written (never in between).
+TEST_F(Background, AnSseResponseIsVisibleWithItsTextWhileItStreams) {
+    client::HttpClient c(client::Url{"http", "127.0.0.1", std::to_string(port()), "/"}, true);
+    client::SseParser parser;
+    std::string id, partial, final_text;
+    json mid;
+    const json body = {{"model", "stories"}, {"input", "Once upon a time"}, {"max_output_tokens", 300}, {"stream", true}};
+    const auto res = c.request("POST", "/v1/responses", body.dump(), {}, [&](std::string_view bytes) {
+        parser.feed(bytes, [&](client::SseEvent&& e) {
+            const json ev = json::parse(e.data);
+            if (ev["type"] == "response.created") id = ev["response"]["id"];
+            if (ev["type"] == "response.completed" || ev["type"] == "response.incomplete") final_text = ev["response"]["output"][0]["content"][0]["text"];
+            if (ev["type"] != "response.output_text.delta" || !partial.empty() || id.empty()) return;
+            for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5); std::chrono::steady_clock::now() < until;) {
+                mid = http(port(), "GET", "/v1/responses/" + id).json_body();
+                if (mid["status"] != "in_progress" || !mid["output"].empty()) break;
+                std::this_thread::sleep_for(std::chrono::milliseconds(10));
+            }
+            if (mid["status"] == "in_progress" && mid["output"].size() == 1) partial = mid["output"][0]["content"][0]["text"];
+        });
+    });
+    ASSERT_EQ(res.status, 200);
+    ASSERT_EQ(mid["status"], "in_progress") << mid.dump();
+    ASSERT_FALSE(partial.empty()) << mid.dump();
+    EXPECT_TRUE(final_text.starts_with(partial)) << partial << " | " << final_text;
 }
 
 // A stream resume (GET …?stream=true&starting_after=N) is refused, not answered with JSON a client would

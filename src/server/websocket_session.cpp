@@ -7,12 +7,9 @@
 // previous_response_id continues on the cached KV with nothing re-tokenised (also with store:false).
 #include <deque>
 
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <sys/socket.h>
-
 #include <boost/beast/websocket.hpp>
 
+#include "server/batch_stream.h"
 #include "server/event_channel.h"
 #include "server/generation.h"
 #include "server/json_fields.h"
@@ -25,7 +22,7 @@ namespace {
 
 namespace websocket = beast::websocket;
 using Clock = std::chrono::steady_clock;
-using WsStream = websocket::stream<beast::tcp_stream>;
+using WsStream = websocket::stream<BatchStream>;
 const char* kEndpoint = "/v1/responses (websocket)";
 
 struct Connection {
@@ -115,24 +112,15 @@ private:
         if (ec) broken_ = true;
     }
 
-    // One frame per event (PROTOCOL.md §3), but the frames of one batch leave as one TCP segment: with
-    // TCP_NODELAY each frame would be its own segment and the client would wake per frame (the terminal
-    // batch has 4–5 frames). Corked while they are written, uncorked at once after — the same coalescing
-    // the SSE path gets from writing a batch as one chunk.
+    // One frame per event (PROTOCOL.md §3), but the frames of one batch leave in one write (BatchStream):
+    // one syscall, and one TCP segment, so the client wakes once per batch, not per frame — the same
+    // coalescing the SSE path gets from writing a batch as one chunk.
     net::awaitable<void> send_batch(const std::vector<WireEvent>& events) {
-        const bool cork = events.size() > 1;
-        if (cork) set_cork(true);
+        const bool hold = events.size() > 1;
+        if (hold) ws_.next_layer().hold();
         for (const WireEvent& e : events) co_await send_text(e.data);
-        if (cork) set_cork(false);
-    }
-
-    void set_cork(bool on) {
-#ifdef TCP_CORK
-        const int v = on ? 1 : 0;
-        ::setsockopt(beast::get_lowest_layer(ws_).socket().native_handle(), IPPROTO_TCP, TCP_CORK, &v, sizeof v);
-#else
-        (void)on;
-#endif
+        if (!hold) co_return;
+        if (co_await ws_.next_layer().release()) broken_ = true;
     }
 
     net::awaitable<void> turn(json body, Clock::time_point received) {

@@ -114,6 +114,8 @@ public:
 private:
     json ev(const char* type);
     static void push(json e, std::vector<WireEvent>& out);  // serializes e
+    // Appends ,"sequence_number":N,"type":"TYPE"} to an event written out directly, and queues it.
+    void close_event(std::string& e, const char* type, std::vector<WireEvent>& out);
     json text_part() const;                       // the message's output_text part, as it stands
     json message_item(const char* status) const;  // the message item holding it
     void open_message(std::vector<WireEvent>& out);

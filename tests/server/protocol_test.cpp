@@ -147,7 +147,7 @@ TEST(WireJson, StringsAreWrittenExactlyAsDumpWritesThem) {
 }
 
 // Text deltas carry their token's logprobs and, with stream_timestamps, the engine's time; text that needs
-// escaping survives the round trip.
+// escaping survives the round trip, into the closing events (also written without a DOM) and the record.
 TEST(ResponseEvents, TextDeltasWithLogprobsAndTimestampsParseBack) {
     FLINT_REQUIRE_SHARED("models/stories260K.gguf");
     auto tok = load_tokenizer("models/stories260K.gguf");
@@ -162,6 +162,10 @@ TEST(ResponseEvents, TextDeltasWithLogprobsAndTimestampsParseBack) {
     ev.token(a, wire, 1234567);
     Event b = token_event("!", 9);
     ev.token(b, wire, 1234999);
+    Event fin;
+    fin.done = true;
+    fin.finish = FinishReason::Length;
+    ev.finish(fin, {1}, wire, 1235000);
     const std::vector<json> out = parsed(wire);
     std::vector<json> deltas;
     for (const json& e : out)
@@ -177,6 +181,24 @@ TEST(ResponseEvents, TextDeltasWithLogprobsAndTimestampsParseBack) {
     EXPECT_EQ(deltas[0]["content_index"], 0);
     EXPECT_EQ(deltas[0]["item_id"], out[2]["item"]["id"]);  // the message item added before it
     for (size_t i = 0; i < out.size(); ++i) EXPECT_EQ(out[i]["sequence_number"], i);
+
+    const std::string text = "He said \"hi\"\n\tcaf\xc3\xa9!";
+    ASSERT_EQ(out.size(), 10u);  // created, in_progress, item + part added, 2 deltas, 3 done, incomplete
+    const json& done = out[6];
+    ASSERT_EQ(done["type"], "response.output_text.done");
+    EXPECT_EQ(done["text"], text);
+    EXPECT_EQ(done["logprobs"].size(), 2u);
+    EXPECT_EQ(done["item_id"], out[2]["item"]["id"]);
+    ASSERT_EQ(out[7]["type"], "response.content_part.done");
+    EXPECT_EQ(out[7]["part"]["text"], text);
+    EXPECT_EQ(out[7]["part"]["logprobs"], done["logprobs"]);
+    ASSERT_EQ(out[8]["type"], "response.output_item.done");
+    EXPECT_EQ(out[8]["item"]["status"], "incomplete");
+    EXPECT_EQ(out[8]["item"]["content"][0], out[7]["part"]);
+    ASSERT_EQ(rec.output.size(), 1u);
+    EXPECT_EQ(out[8]["item"], rec.output[0]);
+    EXPECT_EQ(out[9]["type"], "response.incomplete");
+    EXPECT_EQ(out[9]["response"]["output"][0], rec.output[0]);
 }
 
 TEST(ResponseEvents, WarmUpHasNoOutputItems) {

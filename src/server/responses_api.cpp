@@ -274,9 +274,9 @@ void ResponseEvents::start(std::vector<WireEvent>& out) {
 }
 
 // The message's events are written out directly, keys in dump()'s (sorted) order, as the delta is (see
-// emit_text): a 1-token answer sends seven events at once, and with the caches cold their DOMs took most of
-// the ~150 us between the engine's final event and the write. protocol_test parses each back and checks it
-// is byte for byte what dump() writes.
+// emit_text): they are built on the way from the engine to the client, with the caches cold (opening the
+// item and part with the first token: 48 -> 16 us, stamped; BENCHMARKS.md "Latency"). protocol_test parses
+// each back and checks it is byte for byte what dump() writes.
 void ResponseEvents::open_message(std::vector<WireEvent>& out) {
     if (message_open_) return;
     message_open_ = true;

@@ -83,6 +83,9 @@ struct ResponseRecord {
 // own times for this request (runtime/request.h) plus the server's preparation before it — and with
 // stream_timestamps, received_us/finished_us on the server's monotonic clock. SDKs ignore unknown fields.
 json response_object(const ResponseRecord& r);
+// The same object's text, exactly as dump(response_object(r)) writes it, without building the object (the
+// terminal event's, on the way from the engine to the client; its members' own values are dumped as they are).
+void append_response_object(std::string& out, const ResponseRecord& r);
 json responses_usage(const Usage& u);
 // Item ids are added where the client omitted them (input_items lists them).
 json input_items_with_ids(const json& items);

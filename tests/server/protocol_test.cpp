@@ -133,6 +133,40 @@ TEST(ResponseEvents, CancelledResponseEndsIncompleteWithStatusCancelledAndKeepsP
     EXPECT_EQ(rec.history, (std::vector<int32_t>{1, 5, 7}));
 }
 
+// The response object's text, written without building it, is what dump() writes of the object, before and
+// after the response finishes (timings appear) and with every optional member set or not.
+TEST(WireJson, TheResponseObjectIsWrittenExactlyAsDumpWritesIt) {
+    ResponseRecord r;
+    r.id = "resp_1";
+    r.model = "stories \"260K\"";
+    r.created_at = 1764600000;
+    auto same = [&] {
+        std::string text;
+        append_response_object(text, r);
+        EXPECT_EQ(text, dump(response_object(r)));
+    };
+    same();
+    r.req.instructions = "Be brief.\n\u00e9";
+    r.req.max_output_tokens = 64;
+    r.req.temperature = 0.7;
+    r.req.top_p = 0.95;
+    r.req.previous_response_id = "resp_0";
+    r.req.metadata = {{"k", "v"}};
+    r.req.tools = json::array({{{"type", "function"}, {"name", "f"}, {"parameters", {{"type", "object"}}}}});
+    r.req.stream_timestamps = true;
+    r.output = json::array({{{"type", "message"}, {"id", "msg_1"}, {"content", json::array({{{"text", "hi"}}})}}});
+    same();
+    r.completed_at = 1764600001;
+    r.status = "incomplete";
+    r.incomplete_details = {{"reason", "max_output_tokens"}};
+    r.usage = {{"input_tokens", 10}, {"output_tokens", 2}};
+    r.timings.total_ms = 12.3456;
+    r.prepare_ms = 0.25;
+    r.received_us = 5;
+    r.finished_us = 9;
+    same();
+}
+
 // A JSON string written without a DOM is byte for byte what dump() writes: escapes, UTF-8 kept as is,
 // invalid UTF-8 replaced.
 TEST(WireJson, StringsAreWrittenExactlyAsDumpWritesThem) {

@@ -83,9 +83,16 @@ struct ResponseRecord {
 // own times for this request (runtime/request.h) plus the server's preparation before it — and with
 // stream_timestamps, received_us/finished_us on the server's monotonic clock. SDKs ignore unknown fields.
 json response_object(const ResponseRecord& r);
+// The text of the members that stay fixed once a response is prepared (its id, model, the request's
+// parameters), run by run between the members that change as it runs (status, output, usage …).
+struct FixedMembers {
+    std::vector<std::string> runs;
+};
 // The same object's text, exactly as dump(response_object(r)) writes it, without building the object (the
 // terminal event's, on the way from the engine to the client; its members' own values are dumped as they are).
-void append_response_object(std::string& out, const ResponseRecord& r);
+// With `fixed`: its first use keeps the fixed members' text, later ones write it from there, so the terminal
+// event makes and dumps only the changing members (the fixed ones must not change in between).
+void append_response_object(std::string& out, const ResponseRecord& r, FixedMembers* fixed = nullptr);
 json responses_usage(const Usage& u);
 // Item ids are added where the client omitted them (input_items lists them).
 json input_items_with_ids(const json& items);
@@ -126,6 +133,7 @@ private:
 
     ResponseRecord& rec_;
     const Tokenizer& tok_;
+    FixedMembers fixed_;         // written by start(), reused by finish()
     int64_t seq_ = 0;
     bool tools_ = false;         // tools given: watch for <tool_call>
     bool message_open_ = false;

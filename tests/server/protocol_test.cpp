@@ -140,10 +140,15 @@ TEST(WireJson, TheResponseObjectIsWrittenExactlyAsDumpWritesIt) {
     r.id = "resp_1";
     r.model = "stories \"260K\"";
     r.created_at = 1764600000;
+    // Also with the fixed members' text kept from the first write (as ResponseEvents does from
+    // response.created to the terminal event): only the changing members may differ between the writes.
+    FixedMembers fixed;
     auto same = [&] {
-        std::string text;
+        std::string text, kept;
         append_response_object(text, r);
         EXPECT_EQ(text, dump(response_object(r)));
+        append_response_object(kept, r, &fixed);
+        EXPECT_EQ(kept, text);
     };
     same();
     r.req.instructions = "Be brief.\n\u00e9";
@@ -154,6 +159,13 @@ TEST(WireJson, TheResponseObjectIsWrittenExactlyAsDumpWritesIt) {
     r.req.metadata = {{"k", "v"}};
     r.req.tools = json::array({{{"type", "function"}, {"name", "f"}, {"parameters", {{"type", "object"}}}}});
     r.req.stream_timestamps = true;
+    {
+        std::string stale;  // what the kept text says now: the request as it was
+        append_response_object(stale, r, &fixed);
+        EXPECT_NE(stale, dump(response_object(r)));
+    }
+    fixed = {};  // the fixed members changed above: keep them anew
+    same();
     r.output = json::array({{{"type", "message"}, {"id", "msg_1"}, {"content", json::array({{{"text", "hi"}}})}}});
     same();
     r.completed_at = 1764600001;
@@ -165,6 +177,11 @@ TEST(WireJson, TheResponseObjectIsWrittenExactlyAsDumpWritesIt) {
     r.received_us = 5;
     r.finished_us = 9;
     same();
+    r.status = "failed";
+    r.error = {{"code", "server_error"}, {"message", "boom \"quoted\""}};
+    r.incomplete_details = nullptr;
+    same();
+    EXPECT_EQ(fixed.runs.size(), 8u);  // around completed_at, error, incomplete_details, output, status, timings, usage
 }
 
 // A JSON string written without a DOM is byte for byte what dump() writes: escapes, UTF-8 kept as is,

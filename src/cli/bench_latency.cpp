@@ -172,8 +172,9 @@ private:
     // One response.create over the WebSocket, read to its terminal event.
     Turn exchange(const json& body) {
         Turn t;
+        const std::string text = body.dump();  // before the clock starts, as post_response_stream does
         t.sent = Clock::now();
-        ws_->send(body.dump());
+        ws_->send(text);
         while (!t.finished) {
             auto f = ws_->next(60000);
             if (!f) fail("the WebSocket closed mid-benchmark: ", ws_->close_reason());

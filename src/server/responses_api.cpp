@@ -322,11 +322,13 @@ void ResponseEvents::push(json e, std::vector<WireEvent>& out) {
 }
 
 void ResponseEvents::start(std::vector<WireEvent>& out) {
-    for (const char* type : {"response.created", "response.in_progress"}) {
-        std::string e = R"({"response":)";
-        append_response_object(e, rec_, &fixed_);
-        close_event(e, type, out);
-    }
+    for (const char* type : {"response.created", "response.in_progress"}) response_event(type, out);
+}
+
+void ResponseEvents::response_event(const char* type, std::vector<WireEvent>& out) {
+    std::string e = R"({"response":)";
+    append_response_object(e, rec_, &fixed_);
+    close_event(e, type, out);
 }
 
 // The message's events are written out directly, keys in dump()'s (sorted) order, as the delta is (see
@@ -348,8 +350,13 @@ void ResponseEvents::open_message(std::vector<WireEvent>& out) {
     close_event(p, "response.content_part.added", out);
 }
 
-void ResponseEvents::close_event(std::string& e, const char* type, std::vector<WireEvent>& out) {
-    e += R"(,"sequence_number":)" + std::to_string(seq_++) + R"(,"type":")" + type + "\"}";
+void ResponseEvents::close_event(std::string& e, const char* type, std::vector<WireEvent>& out, std::string_view tail) {
+    e += R"(,"sequence_number":)";
+    e += std::to_string(seq_++);
+    e += tail;
+    e += R"(,"type":")";
+    e += type;
+    e += "\"}";
     out.push_back({type, std::move(e)});
 }
 
@@ -373,16 +380,7 @@ void ResponseEvents::emit_text(const std::string& delta, std::vector<WireEvent>&
     d += lps.empty() ? std::string("[]") : dump(lps);
     d += R"(,"output_index":)";
     d += std::to_string(rec_.output.size());
-    d += R"(,"sequence_number":)";
-    d += std::to_string(seq_++);
-    if (rec_.req.stream_timestamps) {
-        d += R"(,"t_us":)";
-        d += std::to_string(t_us);
-    }
-    d += R"(,"type":")";
-    d += kType;
-    d += "\"}";
-    out.push_back({kType, std::move(d)});
+    close_event(d, kType, out, rec_.req.stream_timestamps ? R"(,"t_us":)" + std::to_string(t_us) : std::string());
 }
 
 void ResponseEvents::token(const Event& e, std::vector<WireEvent>& out, int64_t t_us) {
@@ -425,10 +423,8 @@ void ResponseEvents::finish(const Event& fin, std::vector<int32_t> prompt, std::
         append_json_string(text, text_);
         const std::string lps = logprobs_.empty() ? std::string("[]") : dump(logprobs_);
         const std::string part = R"({"annotations":[],"logprobs":)" + lps + R"(,"text":)" + text + R"(,"type":"output_text"})";
-        std::string d = R"({"content_index":0,"item_id":)" + id + R"(,"logprobs":)" + lps + R"(,"output_index":)" + idx +
-                        R"(,"sequence_number":)" + std::to_string(seq_++) + R"(,"text":)" + text +
-                        R"(,"type":"response.output_text.done"})";
-        out.push_back({"response.output_text.done", std::move(d)});
+        std::string d = R"({"content_index":0,"item_id":)" + id + R"(,"logprobs":)" + lps + R"(,"output_index":)" + idx;
+        close_event(d, "response.output_text.done", out, R"(,"text":)" + text);
         std::string pd = R"({"content_index":0,"item_id":)" + id + R"(,"output_index":)" + idx + R"(,"part":)" + part;
         close_event(pd, "response.content_part.done", out);
         std::string od = R"({"item":{"content":[)" + part + R"(],"id":)" + id + R"(,"role":"assistant","status":")" +
@@ -480,9 +476,7 @@ void ResponseEvents::finish(const Event& fin, std::vector<int32_t> prompt, std::
     } else {
         rec_.status = "completed";
     }
-    std::string t = R"({"response":)";
-    append_response_object(t, rec_, &fixed_);
-    close_event(t, terminal, out);
+    response_event(terminal, out);
 }
 
 }  // namespace flint::server

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -124,8 +125,11 @@ public:
 private:
     json ev(const char* type);
     static void push(json e, std::vector<WireEvent>& out);  // serializes e
-    // Appends ,"sequence_number":N,"type":"TYPE"} to an event written out directly, and queues it.
-    void close_event(std::string& e, const char* type, std::vector<WireEvent>& out);
+    // Appends ,"sequence_number":N, then `tail` (the members whose keys sort between the two, e.g. ,"text":…),
+    // then ,"type":"TYPE"} to an event written out directly (keys in dump()'s order), and queues it.
+    void close_event(std::string& e, const char* type, std::vector<WireEvent>& out, std::string_view tail = {});
+    // {"response": the response object as it stands, written with fixed_} as a `type` event.
+    void response_event(const char* type, std::vector<WireEvent>& out);
     json text_part() const;                       // the message's output_text part, as it stands
     json message_item(const char* status) const;  // the message item holding it
     void open_message(std::vector<WireEvent>& out);

@@ -124,6 +124,9 @@ void register_serve(CLI::App& app) {
     cmd->add_option("--body-timeout", o->server.body_timeout_s, "Seconds to receive a request body (default 60)");
     cmd->add_option("--ws-max-age", o->server.ws_max_age_s, "WebSocket connection age limit in seconds (default 3600)");
     cmd->add_flag("--no-websocket", o->no_websocket, "Answer WebSocket upgrades with 426 (clients fall back to HTTP/SSE)");
+    cmd->add_flag("--no-ws-direct", [o](int64_t) { o->server.ws_direct = false; },
+                  "Write WebSocket events from the socket's thread only; by default the engine thread writes a "
+                  "response's events itself while it serves no other sequence (fewer wake-ups per event)");
     cmd->add_option("--data-dir", o->data_dir, "Directory for flint's data (default $FLINT_DATA_DIR, $XDG_DATA_HOME/flint or ~/.local/share/flint)");
     cmd->add_option("--store", o->store, "SQLite file for stored responses (default <data-dir>/responses.db)");
     cmd->add_flag("--no-store", o->no_store, "Keep stored responses in memory only (lost at exit)");

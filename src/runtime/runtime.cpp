@@ -622,6 +622,8 @@ void Runtime::close(const std::string& reason) {
     impl_->idle_cv.wait(lk, [&] { return impl_->live.empty(); });
 }
 
+int Runtime::running() const { return impl_->n_running; }
+
 RuntimeStats Runtime::stats() const {
     RuntimeStats s;
     {

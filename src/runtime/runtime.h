@@ -93,6 +93,8 @@ public:
     void close(const std::string& reason);
 
     RuntimeStats stats() const;
+    // Sequences running as of the last step (one atomic load: cheap enough for every event).
+    int running() const;
     const RuntimeConfig& config() const { return cfg_; }
     const Model& model() const { return *model_; }
     const Tokenizer& tokenizer() const { return *tok_; }

@@ -1,16 +1,30 @@
 // flint/server/batch_stream.h — the WebSocket stream's next layer: a TCP stream whose writes can be held
-// and then sent as one.
+// and sent as one, and which another thread may write whole frames to directly.
 //
 // Every event is its own WebSocket message (PROTOCOL.md §3), and a batch of events (a 1-token answer's is
 // seven: the output item and part opened, the delta, three closings, response.completed) was seven writes,
 // each a syscall and a trip through the event loop. Between hold() and release() the WebSocket stream's
 // writes — ours, and the pong or close Beast may send of its own accord — are copied here, in order, and
-// reported done at once; release() sends them in one write. Nothing can interleave with a held batch: a
-// write that comes while release() is sending is held too and goes out after it.
+// reported done at once; release() sends them in one write.
+//
+// write_direct() lets the engine thread send a response's frames itself while the session's coroutine is
+// parked (websocket_session.cpp), without waking the I/O thread. One rule keeps frames whole and in order
+// across the two threads: at most one write is on the socket at a time (`writing`, under the lock), and
+// whatever comes while one is — a direct write, a frame Beast sends, a released batch — is queued behind
+// it and sent by the I/O thread when it ends. A direct write never blocks: what the socket does not take
+// at once is queued the same way. Writes on the I/O thread are always whole (write_some writes everything
+// it is given), so Beast's frames never have a direct write inside them.
 // Included only by the Asio translation units.
 #pragma once
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstddef>
+#include <memory>
+#include <mutex>
 #include <string>
+#include <string_view>
 #include <utility>  // also: Boost 1.74 awaitable.hpp uses std::exchange without including it
 
 #include <boost/asio.hpp>
@@ -22,11 +36,34 @@ namespace flint::server {
 namespace net = boost::asio;
 namespace beast = boost::beast;
 
+// Appends one unmasked, unfragmented WebSocket text frame (a server's, RFC 6455 §5.2) holding `payload`.
+inline void append_text_frame(std::string& out, std::string_view payload) {
+    const uint64_t n = payload.size();
+    out += char(0x81);  // FIN, opcode 1 (text)
+    if (n < 126) {
+        out += char(n);
+    } else if (n < 65536) {
+        out += char(126);
+        out += char(n >> 8);
+        out += char(n & 0xff);
+    } else {
+        out += char(127);
+        for (int i = 7; i >= 0; --i) out += char((n >> (8 * i)) & 0xff);
+    }
+    out += payload;
+}
+
 class BatchStream {
 public:
     using executor_type = beast::tcp_stream::executor_type;
 
-    explicit BatchStream(beast::tcp_stream s) : next_(std::move(s)) {}
+    explicit BatchStream(beast::tcp_stream s) : next_(std::move(s)), box_(std::make_shared<Outbox>()) {}
+    BatchStream(BatchStream&&) = default;
+    ~BatchStream() {
+        if (!box_) return;
+        std::lock_guard lk(box_->mu);
+        box_->gone = true;  // completions and posted flushes that come after this touch nothing
+    }
 
     executor_type get_executor() noexcept { return next_.get_executor(); }
     beast::tcp_stream& next_layer() noexcept { return next_; }
@@ -41,41 +78,188 @@ public:
     auto async_write_some(const Buffers& buffers, Handler&& handler) {
         return net::async_initiate<Handler, void(boost::system::error_code, std::size_t)>(
             [this](auto h, Buffers b) {
-                if (!holding_) {
-                    next_.async_write_some(b, std::move(h));
-                    return;
-                }
                 const std::size_t n = net::buffer_size(b);
-                const std::size_t at = held_.size();
-                held_.resize(at + n);
-                net::buffer_copy(net::buffer(held_.data() + at, n), b);
-                net::post(next_.get_executor(), beast::bind_front_handler(std::move(h), boost::system::error_code{}, n));
+                if (framed_ && is_close_frame(b)) {
+                    std::lock_guard lk(box_->mu);
+                    box_->close_sent = true;  // no data frame may follow it (RFC 6455 §5.5.1)
+                }
+                if (holding_) {
+                    append(held_, b);
+                    return done(std::move(h), {}, n);
+                }
+                std::unique_lock lk(box_->mu);
+                if (box_->error) return done(std::move(h), box_->error, 0);
+                if (box_->writing || !box_->queued.empty()) {  // behind what is on its way
+                    append(box_->queued, b);
+                    return done(std::move(h), {}, n);
+                }
+                box_->writing = true;
+                lk.unlock();
+                net::async_write(next_, b, [this, box = box_, h = std::move(h)](boost::system::error_code ec, std::size_t k) mutable {
+                    written(this, *box, ec);
+                    std::move(h)(ec, k);
+                });
             },
             handler, buffers);
     }
 
     // From here until release(), writes are held.
-    void hold() { holding_ = true; }
+    void hold() {
+        holding_ = true;
+        std::lock_guard lk(box_->mu);
+        box_->holding = true;
+    }
 
-    // Sends what was held, in one write (or more, if more was held meanwhile), then lets writes through.
-    // The error, if the connection broke: the held writes were reported done, so it is the only word of it.
+    // Sends what was held, in one write, then lets writes through. The error, if the connection broke (the
+    // held writes were reported done, so it is the only word of it). If a write is on the socket already
+    // (a direct write's rest), the batch is queued behind it and this returns at once.
     net::awaitable<boost::system::error_code> release() {
-        boost::system::error_code ec;
-        while (!held_.empty() && !ec) {
-            sending_.swap(held_);
-            held_.clear();
-            co_await net::async_write(next_, net::buffer(sending_), net::redirect_error(net::use_awaitable, ec));
-            sending_.clear();
-        }
-        held_.clear();
         holding_ = false;
+        std::unique_lock lk(box_->mu);
+        box_->holding = false;
+        if (box_->error || held_.empty()) {
+            held_.clear();
+            co_return box_->error;
+        }
+        if (box_->writing || !box_->queued.empty()) {
+            box_->queued += held_;
+            held_.clear();
+            if (!box_->writing && !box_->flush_posted) flush(*box_);
+            co_return boost::system::error_code{};
+        }
+        box_->writing = true;
+        lk.unlock();
+        boost::system::error_code ec;
+        co_await net::async_write(next_, net::buffer(held_), net::redirect_error(net::use_awaitable, ec));
+        held_.clear();
+        written(this, *box_, ec);
         co_return ec;
     }
 
+    // Opens the descriptor write_direct() uses: a duplicate, so that if the I/O thread closes the socket
+    // meanwhile, a direct write still goes to this connection (and fails there) and never to another one
+    // that was given the same number. On the I/O thread, after the handshake; false if it could not be made.
+    bool enable_direct() {
+        framed_ = true;  // past the handshake: every write is a frame now
+        std::lock_guard lk(box_->mu);
+        if (box_->fd < 0) box_->fd = ::dup(next_.socket().native_handle());
+        return box_->fd >= 0;
+    }
+
+    // From any thread, after enable_direct(): sends `frames` (whole WebSocket frames) without blocking.
+    // What the socket does not take now is queued for the I/O thread, in order. False if the connection
+    // failed, or a close frame went out (nothing is sent then).
+    bool write_direct(std::string_view frames) {
+        std::lock_guard lk(box_->mu);
+        Outbox& o = *box_;
+        if (o.gone || o.close_sent || o.error || o.fd < 0) return false;
+        if (o.writing || o.holding || !o.queued.empty()) {
+            o.queued += frames;
+            if (!o.writing && !o.flush_posted) post_flush(o);
+            return true;
+        }
+        std::size_t off = 0;
+        while (off < frames.size()) {
+            const ssize_t k = ::send(o.fd, frames.data() + off, frames.size() - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+            if (k > 0) {
+                off += static_cast<std::size_t>(k);
+            } else if (k < 0 && errno == EINTR) {
+                continue;
+            } else if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+                o.queued.append(frames.substr(off));
+                post_flush(o);
+                break;
+            } else {
+                o.error = boost::system::error_code(k < 0 ? errno : EPIPE, boost::system::system_category());
+                return false;
+            }
+        }
+        return true;
+    }
+
+    // The connection failed on a write (any thread's).
+    bool failed() const {
+        std::lock_guard lk(box_->mu);
+        return bool(box_->error);
+    }
+
 private:
+    // What both threads share, kept alive by the writes in flight: a completion that comes after the
+    // stream is gone finds `gone` set and stops there.
+    struct Outbox {
+        std::mutex mu;
+        std::string queued;    // bytes to send once the write on the socket ends, in order
+        std::string sending;   // the queued bytes being sent now
+        bool writing = false;  // a write is on the socket (the I/O thread's)
+        bool flush_posted = false;
+        bool holding = false;
+        bool close_sent = false;
+        bool gone = false;
+        boost::system::error_code error;  // the first failed write's
+        int fd = -1;                      // for write_direct
+        ~Outbox() {
+            if (fd >= 0) ::close(fd);
+        }
+    };
+
+    template <class Handler>
+    void done(Handler h, boost::system::error_code ec, std::size_t n) {
+        net::post(next_.get_executor(), beast::bind_front_handler(std::move(h), ec, n));
+    }
+
+    template <class Buffers>
+    static void append(std::string& to, const Buffers& b) {
+        const std::size_t n = net::buffer_size(b), at = to.size();
+        to.resize(at + n);
+        net::buffer_copy(net::buffer(to.data() + at, n), b);
+    }
+
+    // Every write here starts a frame (Beast hands each frame to one write, and these writes are whole).
+    template <class Buffers>
+    static bool is_close_frame(const Buffers& b) {
+        unsigned char first = 0;
+        if (net::buffer_copy(net::buffer(&first, 1), b) != 1) return false;
+        return (first & 0x0f) == 0x8;
+    }
+
+    // A write on the socket ended (on the I/O thread): start sending what was queued meanwhile. Static: the
+    // stream may be gone by then (its socket's pending writes end with operation_aborted when it closes).
+    static void written(BatchStream* self, Outbox& o, boost::system::error_code ec) {
+        std::lock_guard lk(o.mu);
+        o.writing = false;
+        if (ec && !o.error) o.error = ec;
+        if (o.gone) return;
+        if (o.error) o.queued.clear();
+        else if (!o.queued.empty()) self->flush(o);
+    }
+
+    // Under the lock, on the I/O thread, with nothing on the socket: sends everything queued.
+    void flush(Outbox& o) {
+        o.sending.clear();
+        o.sending.swap(o.queued);
+        o.writing = true;
+        net::async_write(next_, net::buffer(o.sending), [this, box = box_](boost::system::error_code ec, std::size_t) {
+            written(this, *box, ec);
+        });
+    }
+
+    // Under the lock, from any thread: has the I/O thread flush the queue.
+    void post_flush(Outbox& o) {
+        o.flush_posted = true;
+        net::post(next_.get_executor(), [self = this, box = box_] {
+            std::lock_guard lk(box->mu);
+            box->flush_posted = false;
+            if (box->gone || box->writing || box->error || box->queued.empty()) return;
+            self->flush(*box);
+        });
+    }
+
     beast::tcp_stream next_;
+    std::shared_ptr<Outbox> box_;
+    // I/O thread only:
     bool holding_ = false;
-    std::string held_, sending_;
+    bool framed_ = false;  // the WebSocket handshake is over (enable_direct() was called)
+    std::string held_;
 };
 
 // The WebSocket closing handshake's TCP teardown, as for the stream underneath.

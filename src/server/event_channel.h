@@ -6,9 +6,19 @@
 // The session drains everything queued at once, so a burst of tokens becomes one socket write.
 // Each event is stamped with the engine-side time it was emitted (steady_clock = CLOCK_MONOTONIC on
 // Linux), which the Responses stream can hand to clients on the same host (`stream_timestamps`).
+//
+// Direct delivery (the WebSocket session's): while the session waits in next() with nothing queued — it is
+// "parked", and touches nothing of the response — push() may hand the event to a `Deliver` function on
+// the engine thread instead, which writes it to the client itself: no wake-up of the I/O thread, no trip
+// through its event loop. The handshake keeps the two apart: the session marks itself parked under the
+// lock only when it found the queue empty, push() clears the mark before delivering and sets it again
+// after (unless the event was the final one), and any event that is queued instead wakes the session,
+// which then takes over until it parks again. Whatever a delivery did is visible to the session after
+// next() returns (the lock orders them).
 // Included only by the Asio translation units.
 #pragma once
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -65,16 +75,28 @@ public:
         return [self = shared_from_this()](const Event& ev) { self->push(ev); };
     }
 
-    // Waits until at least one event is queued, then takes them all.
+    // On the engine thread, while the session is parked: true if it delivered the event (then it owns what
+    // the session would have done with it), false to have it queued as usual.
+    using Deliver = std::function<bool(const TimedEvent&)>;
+    void deliver_directly(Deliver d) {
+        std::lock_guard lock(mu_);
+        deliver_ = std::move(d);
+    }
+
+    // Waits until at least one event is queued, then takes them all. Empty: the final event was delivered
+    // directly (and nothing comes after it).
     net::awaitable<std::vector<TimedEvent>> next() {
         for (;;) {
             std::vector<TimedEvent> out;
+            bool delivered_final = false;
             {
                 std::lock_guard lock(mu_);
                 out.swap(queue_);
                 posted_ = false;
+                delivered_final = delivered_final_;
+                parked_ = out.empty() && !delivered_final;
             }
-            if (!out.empty()) co_return out;
+            if (!out.empty() || delivered_final) co_return out;
             // Unbounded: push() posts a wake-up whenever it queues onto an empty channel, and this loop
             // re-checks the queue on the executor before every wait (the hang once blamed on a lost wake-up
             // was a blocking peek, 025469a; tests/server/stream_end_test.cpp).
@@ -93,8 +115,20 @@ private:
         }
         bool wake = false;
         {
-            std::lock_guard lock(mu_);
-            queue_.push_back(TimedEvent{ev, now});
+            std::unique_lock lock(mu_);
+            bool delivered = false;
+            if (parked_ && deliver_) {
+                parked_ = false;
+                lock.unlock();
+                delivered = deliver_(TimedEvent{ev, now});
+                lock.lock();
+                if (delivered && !ev.done) {
+                    parked_ = true;
+                    return;
+                }
+            }
+            if (delivered) delivered_final_ = true;  // the session wakes to find it done
+            else queue_.push_back(TimedEvent{ev, now});
             wake = !posted_;
             posted_ = true;
         }
@@ -106,6 +140,9 @@ private:
     std::mutex mu_;
     std::vector<TimedEvent> queue_;
     bool posted_ = false;
+    bool parked_ = false;           // the session waits in next() and found nothing queued
+    bool delivered_final_ = false;  // deliver_ took the final event
+    Deliver deliver_;
     // Engine-thread only after callback():
     std::chrono::steady_clock::time_point start_, last_;
     bool seen_token_ = false;

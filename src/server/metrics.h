@@ -37,6 +37,7 @@ public:
     std::atomic<uint64_t> prompt_tokens{0}, cached_tokens{0}, completion_tokens{0};
     std::atomic<int64_t> connections{0}, websockets{0}, in_flight{0};
     std::atomic<uint64_t> rate_limited{0}, disconnects{0};
+    std::atomic<uint64_t> ws_direct_writes{0};  // WebSocket writes made by an engine thread
     Histogram ttft;         // seconds: request accepted → first token event
     Histogram inter_token;  // seconds between token events of one response
 

@@ -25,6 +25,7 @@ struct ServerConfig {
     double write_timeout_s = 60;           // one write to a client that stopped reading
     double ws_max_age_s = 3600;            // WebSocket connection age limit (PROTOCOL.md §3)
     bool websocket = true;                 // false: answer upgrades with 426 (clients fall back to SSE)
+    bool ws_direct = true;                 // the engine thread may write a WebSocket's events (websocket_session.cpp)
     std::string store_path;                // SQLite file for store:true responses ("" → in memory only)
     std::vector<std::string> api_keys;     // Bearer keys with access to every model
     std::vector<std::string> admin_keys;   // keys that may also change rate limits

@@ -3,8 +3,12 @@
 //
 // Two coroutines on the connection's strand: the reader takes frames as they come (so response.cancel acts
 // at once, mid-generation) and queues response.create requests; the processor runs them one at a time and
-// is the only writer. The processor also keeps this connection's recent token histories, so a
-// previous_response_id continues on the cached KV with nothing re-tokenised (also with store:false).
+// is the only writer — except while it is parked waiting for the engine, when the engine thread writes the
+// events itself (deliver(): fewer wake-ups between the engine and the client; event_channel.h has the
+// handshake, batch_stream.h how the two threads' writes stay whole and in order). The processor also keeps
+// this connection's recent token histories, so a previous_response_id continues on the cached KV with
+// nothing re-tokenised (also with store:false).
+#include <atomic>
 #include <deque>
 
 #include <boost/beast/websocket.hpp>
@@ -33,7 +37,7 @@ struct Connection {
     std::string current_id;
     Runtime* current_rt = nullptr;
     uint64_t current_rid = 0;
-    bool in_flight = false;
+    std::atomic<bool> in_flight = false;  // cleared by end_turn(), which a direct delivery runs on the engine thread
 };
 
 net::awaitable<void> reader(WsStream& ws, std::shared_ptr<Connection> conn, ServerState& st) {
@@ -76,6 +80,7 @@ public:
         : ws_(ws), conn_(std::move(conn)), st_(st), key_(key) {}
 
     net::awaitable<void> run() {
+        direct_ = st_.cfg.ws_direct && ws_.next_layer().enable_direct();
         const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(st_.cfg.ws_max_age_s));
         while (!broken_) {
             if (Clock::now() >= deadline) {
@@ -179,34 +184,70 @@ private:
         if (conn_->reader_done) rt.cancel(rid);  // the client left before this turn began
         ResponseEvents events(rec, *p->model->tokenizer);
         LiveRefresh refresh(st_, rec.id);
+        // One engine event into its wire events; the final one settles the turn before its events leave.
+        auto take = [&](const TimedEvent& ev, std::vector<WireEvent>& into) {
+            if (!ev.done) {
+                events.token(ev, into, monotonic_us(ev.at));
+                return false;
+            }
+            events.finish(ev, std::move(p->gen.prompt), into, monotonic_us(ev.at));
+            end_turn(rec, ev);
+            return true;
+        };
+        if (direct_)
+            chan->deliver_directly([&](const TimedEvent& ev) {
+                // The engine thread serves others too: its time is theirs, so queue. A store write (SQLite) is
+                // not for the engine thread either.
+                if (rt.running() > 1 || (ev.done && rec.req.store && st_.store)) return false;
+                deliver(ev, take, refresh, events, rt, rid);
+                return true;
+            });
         std::vector<WireEvent> out;
         events.start(out);
-        Event final_ev;
         for (bool done = false, first = true;; first = false) {
             co_await send_batch(out);
-            if (broken_ && !cancelled_) {
-                rt.cancel(rid);
-                cancelled_ = true;
-                ++st_.metrics.disconnects;
-            }
+            if (ws_.next_layer().failed()) broken_ = true;  // also a direct write's rest, sent meanwhile
+            if (broken_ && !cancelled_) lost(rt, rid);
             if (done) break;
             if (!first) refresh(events);  // after the batch is out, unless it ended the response
             out.clear();
             std::vector<TimedEvent> batch = co_await chan->next();
-            for (const TimedEvent& ev : batch) {
-                if (ev.done) {
-                    events.finish(ev, std::move(p->gen.prompt), out, monotonic_us(ev.at));
-                    final_ev = ev;
-                    done = true;
-                } else {
-                    events.token(ev, out, monotonic_us(ev.at));
-                }
-            }
-            if (done) end_turn(rec, final_ev);  // before the terminal event goes out
+            if (batch.empty()) break;  // the final event was delivered from the engine thread
+            for (const TimedEvent& ev : batch) done = take(ev, out) || done;
         }
+        chan->deliver_directly(nullptr);
         // After it, the connection's own history (its next turn starts only once this one returns), moved
         // rather than copied: at a long conversation that copy sat between the engine and the client.
         cache_.put(rec.id, History{rec.model, std::move(rec.history), rec.req.instructions});
+    }
+
+    // On the engine thread, while the processor is parked: what the loop in turn() does with an event, and
+    // one non-blocking write of its frames.
+    template <class Take>
+    void deliver(const TimedEvent& ev, Take& take, LiveRefresh& refresh, ResponseEvents& events, Runtime& rt, uint64_t rid) {
+        std::vector<WireEvent> out;
+        bool done = ev.done;
+        try {
+            done = take(ev, out);
+        } catch (const std::exception& e) {  // not into the engine's loop: this connection's trouble only
+            std::fprintf(stderr, "flint: websocket: could not write an event: %s\n", e.what());
+            broken_ = true;
+        }
+        frames_.clear();
+        for (const WireEvent& e : out) append_text_frame(frames_, e.data);
+        if (!broken_) {
+            if (ws_.next_layer().write_direct(frames_)) ++st_.metrics.ws_direct_writes;
+            else broken_ = true;
+        }
+        if (broken_ && !cancelled_) lost(rt, rid);
+        if (!done) refresh(events);
+    }
+
+    // The client is gone: stop generating for it (the response still ends, with its final event unsent).
+    void lost(Runtime& rt, uint64_t rid) {
+        rt.cancel(rid);
+        cancelled_ = true;
+        ++st_.metrics.disconnects;
     }
 
     // What must be in place before the terminal event goes out: a client that has it may at once, from any
@@ -230,8 +271,11 @@ private:
     ServerState& st_;
     const ApiKey* key_;
     ConnectionCache cache_;
+    bool direct_ = false;    // the engine thread may deliver events (ServerConfig::ws_direct)
+    // Touched by the engine thread only while the processor is parked (event_channel.h):
     bool broken_ = false;
     bool cancelled_ = false;
+    std::string frames_;     // deliver()'s frames, reused
 };
 
 }  // namespace

@@ -1,8 +1,11 @@
 // BatchStream, the WebSocket's next layer: held frames leave together and in order, and what Beast sends
 // of its own accord (a ping here, a pong or close in a session) never lands inside a batch — also when it
-// comes while the batch is still being sent to a client that does not read.
+// comes while the batch is still being sent to a client that does not read. Frames written directly from
+// another thread (the engine's) arrive whole and in order among Beast's, and are refused once the
+// connection broke or a close frame went out.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <functional>
 #include <future>
 #include <thread>
@@ -95,6 +98,164 @@ TEST(BatchStream, HeldFramesLeaveInOrderAndNothingLandsInsideABatch) {
     EXPECT_FALSE(release_ec) << release_ec.message();
     EXPECT_FALSE(second_ec) << second_ec.message();
     EXPECT_EQ(got, (std::vector<std::string>{"one", "ping", "two", "big", "ping", "three"}));
+}
+
+// The payload of direct message i: its number, then filler of a size that makes some frames long enough for
+// 16- and 64-bit lengths and for partial sends into the small socket buffers.
+std::string direct_payload(int i) {
+    const size_t filler = i % 7 == 0 ? 70000 : i % 3 == 0 ? 3000 : 100 + i;
+    return "d" + std::to_string(i) + ":" + std::string(filler, char('a' + i % 26));
+}
+
+TEST(BatchStream, DirectWritesFromAnotherThreadArriveWholeAndInOrderAmongBeastsFrames) {
+    net::io_context io;
+    tcp::acceptor acceptor(io, {net::ip::make_address("127.0.0.1"), 0});
+    const auto endpoint = acceptor.local_endpoint();
+    const int n = 400;
+    std::vector<std::string> got;  // the client's messages, in order
+    int pings_seen = 0, pings_sent = 0;
+
+    std::thread client([&] {
+        net::io_context cio;
+        websocket::stream<tcp::socket> ws(cio);
+        ws.next_layer().open(tcp::v4());
+        ws.next_layer().set_option(net::socket_base::receive_buffer_size(4096));
+        ws.next_layer().connect(endpoint);
+        ws.handshake("127.0.0.1", "/");
+        ws.read_message_max(1 << 20);
+        ws.control_callback([&](websocket::frame_type kind, beast::string_view) {
+            if (kind == websocket::frame_type::ping) ++pings_seen;
+        });
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));  // not reading yet: the server's sends back up
+        beast::flat_buffer buf;
+        std::function<void()> read_next = [&] {
+            ws.async_read(buf, [&](boost::system::error_code ec, size_t) {
+                if (ec) return;  // the close, or a broken stream (the test then fails on what is missing)
+                got.push_back(beast::buffers_to_string(buf.data()));
+                buf.clear();
+                read_next();
+            });
+        };
+        read_next();
+        cio.run_for(std::chrono::seconds(30));
+    });
+
+    std::atomic<int> refused{0};
+    std::thread engine;
+    net::co_spawn(
+        io,
+        [&]() -> net::awaitable<void> {
+            websocket::stream<BatchStream> ws(beast::tcp_stream(co_await acceptor.async_accept(net::use_awaitable)));
+            ws.next_layer().next_layer().socket().set_option(net::socket_base::send_buffer_size(4096));
+            co_await ws.async_accept(net::use_awaitable);
+            EXPECT_TRUE(ws.next_layer().enable_direct());
+            std::atomic<bool> engine_done{false};
+            engine = std::thread([&] {
+                std::string frames;
+                for (int i = 0; i < n; ++i) {
+                    frames.clear();
+                    append_text_frame(frames, direct_payload(i));
+                    if (i % 5 == 0) append_text_frame(frames, direct_payload(++i));  // two frames in one write
+                    if (!ws.next_layer().write_direct(frames)) ++refused;
+                }
+                engine_done = true;
+            });
+            // Meanwhile Beast pings from the I/O thread: each ping frame must land between direct frames.
+            net::steady_timer t(co_await net::this_coro::executor);
+            while (!engine_done) {
+                co_await ws.async_ping({}, net::use_awaitable);
+                ++pings_sent;
+                t.expires_after(std::chrono::microseconds(300));
+                co_await t.async_wait(net::use_awaitable);
+            }
+            engine.join();
+            co_await ws.async_close(websocket::close_code::normal, net::use_awaitable);
+        },
+        [](std::exception_ptr e) {
+            if (e) std::rethrow_exception(e);
+        });
+    io.run_for(std::chrono::seconds(30));
+    client.join();
+
+    EXPECT_EQ(refused, 0);
+    ASSERT_EQ(got.size(), size_t(n));
+    for (int i = 0; i < n; ++i) ASSERT_EQ(got[i], direct_payload(i)) << "message " << i;
+    EXPECT_GT(pings_sent, 0);
+    EXPECT_EQ(pings_seen, pings_sent);
+}
+
+TEST(BatchStream, DirectWritesAreRefusedAfterACloseFrameOrOnABrokenConnection) {
+    net::io_context io;
+    tcp::acceptor acceptor(io, {net::ip::make_address("127.0.0.1"), 0});
+    const auto endpoint = acceptor.local_endpoint();
+    std::promise<void> closed_sent, client_gone;
+    std::vector<std::string> got;
+
+    // First connection: the server closes the WebSocket; the client reads until the close.
+    // Second: the client drops the socket without a close.
+    std::thread client([&] {
+        net::io_context cio;
+        {
+            websocket::stream<tcp::socket> ws(cio);
+            ws.next_layer().connect(endpoint);
+            ws.handshake("127.0.0.1", "/");
+            beast::flat_buffer buf;
+            boost::system::error_code ec;
+            while (!ec) {
+                ws.read(buf, ec);
+                if (!ec) got.push_back(beast::buffers_to_string(buf.data()));
+                buf.clear();
+            }
+            EXPECT_EQ(ec, websocket::error::closed) << ec.message();
+            closed_sent.get_future().wait_for(std::chrono::seconds(10));
+        }
+        websocket::stream<tcp::socket> ws(cio);
+        ws.next_layer().connect(endpoint);
+        ws.handshake("127.0.0.1", "/");
+        ws.next_layer().close();
+        client_gone.set_value();
+    });
+
+    bool after_close = true, after_reset = true, failed = false;
+    net::co_spawn(
+        io,
+        [&]() -> net::awaitable<void> {
+            {
+                websocket::stream<BatchStream> ws(beast::tcp_stream(co_await acceptor.async_accept(net::use_awaitable)));
+                co_await ws.async_accept(net::use_awaitable);
+                EXPECT_TRUE(ws.next_layer().enable_direct());
+                std::string frames;
+                append_text_frame(frames, "before");
+                EXPECT_TRUE(ws.next_layer().write_direct(frames));
+                co_await ws.async_close(websocket::close_code::normal, net::use_awaitable);
+                frames.clear();
+                append_text_frame(frames, "after the close");
+                after_close = ws.next_layer().write_direct(frames);
+                closed_sent.set_value();
+            }
+            websocket::stream<BatchStream> ws(beast::tcp_stream(co_await acceptor.async_accept(net::use_awaitable)));
+            co_await ws.async_accept(net::use_awaitable);
+            EXPECT_TRUE(ws.next_layer().enable_direct());
+            client_gone.get_future().wait_for(std::chrono::seconds(10));
+            std::string frames;
+            append_text_frame(frames, std::string(1 << 16, 'x'));
+            // The first sends may still be taken by the kernel; the peer's reset refuses the next ones.
+            for (int i = 0; i < 200 && after_reset; ++i) {
+                after_reset = ws.next_layer().write_direct(frames);
+                std::this_thread::sleep_for(std::chrono::milliseconds(5));
+            }
+            failed = ws.next_layer().failed();
+        },
+        [](std::exception_ptr e) {
+            if (e) std::rethrow_exception(e);
+        });
+    io.run_for(std::chrono::seconds(30));
+    client.join();
+
+    EXPECT_EQ(got, (std::vector<std::string>{"before"}));
+    EXPECT_FALSE(after_close) << "a data frame may not follow the close frame";
+    EXPECT_FALSE(after_reset) << "direct writes went on into a connection the peer had dropped";
+    EXPECT_TRUE(failed);
 }
 
 }  // namespace

@@ -82,6 +82,89 @@ TEST(EventChannel, EveryConsumerSeesItsLastEventWithFourIoThreads) {
     for (auto& t : io) t.join();
 }
 
+// Direct delivery (the WebSocket path): the engine thread hands events to a Deliver function while the
+// consumer is parked, and queues them when it declines (here: every third event, and at random). Each
+// event is seen exactly once, by one side; the final one always ends the consumer (queued, or an empty
+// batch after it was delivered); and the two never overlap: a delivery runs only while the consumer is
+// parked in next(), and the consumer works on the response only while no delivery runs.
+TEST(EventChannel, DirectDeliveryAndTheConsumerTakeTurnsAndSeeEveryEventOnce) {
+    constexpr int kChannels = 200;
+    constexpr int kTokens = 30;
+    struct Side {
+        std::atomic<bool> delivering{false}, working{false};
+        std::atomic<int> delivered{0}, seen{0};
+    };
+    net::io_context ioc;
+    auto work = net::make_work_guard(ioc);
+    server::Metrics metrics;
+    std::atomic<int> finished{0}, overlaps{0};
+    std::vector<Side> sides(kChannels);
+    std::vector<Runtime::Callback> callbacks(kChannels);
+    for (int i = 0; i < kChannels; ++i) {
+        auto strand = net::make_strand(ioc);
+        auto chan = std::make_shared<server::EventChannel>(net::any_io_executor(strand), metrics);
+        Side& side = sides[static_cast<size_t>(i)];
+        chan->deliver_directly([&side, &overlaps, rng = std::mt19937(static_cast<unsigned>(i))](const server::TimedEvent&) mutable {
+            if (rng() % 3 == 0) return false;  // declined: queue it
+            if (side.working) ++overlaps;
+            side.delivering = true;
+            if (rng() % 4 == 0) std::this_thread::sleep_for(std::chrono::microseconds(rng() % 20));
+            side.delivering = false;
+            ++side.delivered;
+            return true;
+        });
+        callbacks[static_cast<size_t>(i)] = chan->callback();
+        net::co_spawn(
+            strand,
+            [chan, &side, &finished, &overlaps]() -> net::awaitable<void> {
+                for (bool done = false; !done;) {
+                    std::vector<server::TimedEvent> batch = co_await chan->next();
+                    side.working = true;
+                    if (side.delivering) ++overlaps;
+                    done = batch.empty();  // the final event was delivered
+                    for (const server::TimedEvent& ev : batch) {
+                        done = done || ev.done;
+                        ++side.seen;
+                    }
+                    auto ex = co_await net::this_coro::executor;
+                    co_await net::post(ex, net::use_awaitable);  // a socket write in between
+                    if (side.delivering) ++overlaps;
+                    side.working = false;
+                }
+                ++finished;
+            },
+            net::detached);
+    }
+    std::vector<std::thread> io;
+    for (int t = 0; t < 4; ++t) io.emplace_back([&] { ioc.run(); });
+    std::vector<std::thread> engines;
+    for (int e = 0; e < 4; ++e)
+        engines.emplace_back([&, e] {
+            std::mt19937 rng(static_cast<unsigned>(100 + e));
+            for (int k = 0; k <= kTokens; ++k)
+                for (int i = e; i < kChannels; i += 4) {
+                    Event ev;
+                    ev.done = k == kTokens;
+                    callbacks[static_cast<size_t>(i)](ev);
+                    if (rng() % 4 == 0) std::this_thread::sleep_for(std::chrono::microseconds(rng() % 20));
+                }
+        });
+    for (auto& t : engines) t.join();
+    auto until = std::chrono::steady_clock::now() + 20s;
+    while (finished < kChannels && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(5ms);
+    EXPECT_EQ(finished, kChannels) << kChannels - finished << " consumers never saw their end";
+    EXPECT_EQ(overlaps, 0);
+    int delivered = 0;
+    for (const Side& side : sides) {
+        EXPECT_EQ(side.delivered + side.seen, kTokens + 1);
+        delivered += side.delivered;
+    }
+    EXPECT_GT(delivered, kChannels * kTokens / 4) << "the direct path was hardly taken";
+    work.reset();
+    ioc.stop();
+    for (auto& t : io) t.join();
+}
+
 // The same through the real server: many concurrent short streams on all three generating endpoints,
 // four I/O threads; each must end (terminal event and the end of the chunked body) within 20 s.
 TEST(Streams, ManyConcurrentShortStreamsAllEndWithFourIoThreads) {

@@ -225,6 +225,74 @@ TEST_F(WebSocket, ClosingTheSocketCancelsTheResponse) {
     EXPECT_EQ(running, 0);
 }
 
+// The engine thread writes a lone response's events itself (websocket_session.cpp, deliver()); with
+// --no-ws-direct the socket's thread writes them. Both must put the same events on the wire, and a GET
+// while the response streams must see its text so far either way (the live snapshot is refreshed by
+// whichever thread handles the events).
+std::vector<std::string> wire_events(int port, const json& request, json* terminal) {
+    WsClient ws(port);
+    ws.send(request);
+    std::vector<std::string> seen;
+    for (const json& f : ws.recv_until(kTerminal)) {
+        std::string line = f["type"].get<std::string>() + " " + std::to_string(f["sequence_number"].get<int>());
+        if (f.contains("delta")) line += " " + f["delta"].dump();
+        if (f.contains("text")) line += " " + f["text"].dump();
+        seen.push_back(line);
+        *terminal = f;
+    }
+    return seen;
+}
+
+TEST_F(WebSocket, EngineThreadDeliveryWritesTheSameEventsAsTheSocketThread) {
+    server::ServerConfig cfg;
+    cfg.ws_direct = false;
+    TestServer queued(cfg);
+    const double direct_before = metric(http(port(), "GET", "/metrics").body, "flint_websocket_direct_writes_total");
+    for (int tokens : {1, 24}) {
+        const json req = create({{"input", "Once upon a time"}, {"max_output_tokens", tokens}, {"store", false}});
+        json t_direct, t_queued;
+        const auto direct_events = wire_events(port(), req, &t_direct);
+        const auto queued_events = wire_events(queued.port(), req, &t_queued);
+        EXPECT_EQ(direct_events, queued_events) << tokens << " tokens";
+        // Ids differ, and so may cached_tokens (the shared server's prefix cache is warm).
+        EXPECT_EQ(t_direct["response"]["output"][0]["content"], t_queued["response"]["output"][0]["content"]);
+        EXPECT_EQ(t_direct["response"]["status"], t_queued["response"]["status"]);
+        EXPECT_EQ(t_direct["response"]["usage"]["output_tokens"], tokens);
+        EXPECT_EQ(t_queued["response"]["usage"]["output_tokens"], tokens);
+    }
+    EXPECT_GT(metric(http(port(), "GET", "/metrics").body, "flint_websocket_direct_writes_total"), direct_before);
+    EXPECT_EQ(metric(http(queued.port(), "GET", "/metrics").body, "flint_websocket_direct_writes_total"), 0);
+}
+
+TEST_F(WebSocket, GetWhileStreamingShowsTheTextSoFar) {
+    WsClient ws(port());
+    ws.send(create({{"input", "Once upon a time"}, {"max_output_tokens", 400}, {"store", false}}));
+    std::string id, streamed;
+    for (int deltas = 0; deltas < 5;) {
+        json f = ws.recv();
+        if (f["type"] == "response.created") id = f["response"]["id"];
+        if (f["type"] == "response.output_text.delta") {
+            streamed += f["delta"].get<std::string>();
+            ++deltas;
+        }
+    }
+    // The snapshot is refreshed at most every 100 ms: poll until it holds text.
+    json mid;
+    for (int i = 0; i < 100; ++i) {
+        mid = json::parse(http(port(), "GET", "/v1/responses/" + id).body);
+        if (mid["status"] != "in_progress" || !mid["output"].empty()) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    ASSERT_EQ(mid["status"], "in_progress") << mid.dump();
+    ASSERT_EQ(mid["output"].size(), 1u) << mid.dump();
+    const std::string partial = mid["output"][0]["content"][0]["text"];
+    EXPECT_FALSE(partial.empty());
+    ws.send({{"type", "response.cancel"}, {"response_id", id}});
+    json term = terminal_of(ws.recv_until(kTerminal));
+    const std::string final_text = term["response"]["output"][0]["content"][0]["text"];
+    EXPECT_EQ(final_text.substr(0, partial.size()), partial) << "the snapshot is a prefix of the answer";
+}
+
 TEST(WebSocketLimits, ConnectionAgeLimitSendsTheErrorThenCloses) {
     FLINT_REQUIRE_SHARED("models/stories260K.gguf");
     server::ServerConfig cfg;

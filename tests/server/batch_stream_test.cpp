@@ -20,6 +20,19 @@ namespace {
 namespace websocket = beast::websocket;
 using tcp = net::ip::tcp;
 
+// Connects and handshakes a client with a 4 KiB receive buffer (so that the server's sends back up while it
+// does not read); `on_ping` runs for each ping it reads.
+void open_client(websocket::stream<tcp::socket>& ws, const tcp::endpoint& to, std::uint64_t max_message, std::function<void()> on_ping) {
+    ws.next_layer().open(tcp::v4());
+    ws.next_layer().set_option(net::socket_base::receive_buffer_size(4096));
+    ws.next_layer().connect(to);
+    ws.handshake("127.0.0.1", "/");
+    ws.read_message_max(max_message);
+    ws.control_callback([on_ping = std::move(on_ping)](websocket::frame_type kind, beast::string_view) {
+        if (kind == websocket::frame_type::ping) on_ping();
+    });
+}
+
 TEST(BatchStream, HeldFramesLeaveInOrderAndNothingLandsInsideABatch) {
     net::io_context io;
     tcp::acceptor acceptor(io, {net::ip::make_address("127.0.0.1"), 0});
@@ -33,14 +46,7 @@ TEST(BatchStream, HeldFramesLeaveInOrderAndNothingLandsInsideABatch) {
     std::thread client([&, wait_for_go = go.get_future()] {
         net::io_context cio;
         websocket::stream<tcp::socket> ws(cio);
-        ws.next_layer().open(tcp::v4());
-        ws.next_layer().set_option(net::socket_base::receive_buffer_size(4096));
-        ws.next_layer().connect(endpoint);
-        ws.handshake("127.0.0.1", "/");
-        ws.read_message_max(8 << 20);
-        ws.control_callback([&](websocket::frame_type kind, beast::string_view) {
-            if (kind == websocket::frame_type::ping) got.push_back("ping");
-        });
+        open_client(ws, endpoint, 8 << 20, [&] { got.push_back("ping"); });
         beast::flat_buffer buf;
         std::function<void()> read_next = [&] {
             ws.async_read(buf, [&](boost::system::error_code ec, size_t) {
@@ -118,14 +124,7 @@ TEST(BatchStream, DirectWritesFromAnotherThreadArriveWholeAndInOrderAmongBeastsF
     std::thread client([&] {
         net::io_context cio;
         websocket::stream<tcp::socket> ws(cio);
-        ws.next_layer().open(tcp::v4());
-        ws.next_layer().set_option(net::socket_base::receive_buffer_size(4096));
-        ws.next_layer().connect(endpoint);
-        ws.handshake("127.0.0.1", "/");
-        ws.read_message_max(1 << 20);
-        ws.control_callback([&](websocket::frame_type kind, beast::string_view) {
-            if (kind == websocket::frame_type::ping) ++pings_seen;
-        });
+        open_client(ws, endpoint, 1 << 20, [&] { ++pings_seen; });
         std::this_thread::sleep_for(std::chrono::milliseconds(100));  // not reading yet: the server's sends back up
         beast::flat_buffer buf;
         std::function<void()> read_next = [&] {

@@ -25,6 +25,34 @@ namespace {
 namespace net = boost::asio;
 using namespace std::chrono_literals;
 
+// Runs `ioc` on four threads while four engine threads push `tokens` token events and then the final one
+// to every callback, pausing at random (seeded from `seed`) so pushes land in every phase of a consumer;
+// returns once `finished` counts every callback's consumer, or after 20 s.
+void drive(net::io_context& ioc, std::vector<Runtime::Callback>& callbacks, int tokens, unsigned seed, std::atomic<int>& finished) {
+    auto work = net::make_work_guard(ioc);
+    const int channels = static_cast<int>(callbacks.size());
+    std::vector<std::thread> io;
+    for (int t = 0; t < 4; ++t) io.emplace_back([&] { ioc.run(); });
+    std::vector<std::thread> engines;
+    for (int e = 0; e < 4; ++e)
+        engines.emplace_back([&, e] {
+            std::mt19937 rng(seed + static_cast<unsigned>(e));
+            for (int k = 0; k <= tokens; ++k)
+                for (int i = e; i < channels; i += 4) {
+                    Event ev;
+                    ev.done = k == tokens;
+                    callbacks[static_cast<size_t>(i)](ev);
+                    if (rng() % 4 == 0) std::this_thread::sleep_for(std::chrono::microseconds(rng() % 20));
+                }
+        });
+    for (auto& t : engines) t.join();
+    auto until = std::chrono::steady_clock::now() + 20s;
+    while (finished < channels && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(5ms);
+    work.reset();
+    ioc.stop();
+    for (auto& t : io) t.join();
+}
+
 // Engine threads push events while session coroutines, each on its own strand of a 4-thread io_context,
 // drain them. Producers pause at random points (a few microseconds) so pushes land in every phase of the
 // consumer: while it checks the queue, while it starts a wait, while it "writes" (posts to itself). A lost
@@ -33,7 +61,6 @@ TEST(EventChannel, EveryConsumerSeesItsLastEventWithFourIoThreads) {
     constexpr int kChannels = 400;
     constexpr int kTokens = 20;
     net::io_context ioc;
-    auto work = net::make_work_guard(ioc);
     server::Metrics metrics;
     std::atomic<int> finished{0};
     std::vector<Runtime::Callback> callbacks(kChannels);
@@ -59,27 +86,8 @@ TEST(EventChannel, EveryConsumerSeesItsLastEventWithFourIoThreads) {
             },
             net::detached);
     }
-    std::vector<std::thread> io;
-    for (int t = 0; t < 4; ++t) io.emplace_back([&] { ioc.run(); });
-    std::vector<std::thread> engines;
-    for (int e = 0; e < 4; ++e)
-        engines.emplace_back([&, e] {
-            std::mt19937 rng(static_cast<unsigned>(e));
-            for (int k = 0; k <= kTokens; ++k)
-                for (int i = e; i < kChannels; i += 4) {
-                    Event ev;
-                    ev.done = k == kTokens;
-                    callbacks[static_cast<size_t>(i)](ev);
-                    if (rng() % 4 == 0) std::this_thread::sleep_for(std::chrono::microseconds(rng() % 20));
-                }
-        });
-    for (auto& t : engines) t.join();
-    auto until = std::chrono::steady_clock::now() + 20s;
-    while (finished < kChannels && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(5ms);
+    drive(ioc, callbacks, kTokens, 0, finished);
     EXPECT_EQ(finished, kChannels) << kChannels - finished << " consumers never saw their terminal event";
-    work.reset();
-    ioc.stop();
-    for (auto& t : io) t.join();
 }
 
 // Direct delivery (the WebSocket path): the engine thread hands events to a Deliver function while the
@@ -95,7 +103,6 @@ TEST(EventChannel, DirectDeliveryAndTheConsumerTakeTurnsAndSeeEveryEventOnce) {
         std::atomic<int> delivered{0}, seen{0};
     };
     net::io_context ioc;
-    auto work = net::make_work_guard(ioc);
     server::Metrics metrics;
     std::atomic<int> finished{0}, overlaps{0};
     std::vector<Side> sides(kChannels);
@@ -135,23 +142,7 @@ TEST(EventChannel, DirectDeliveryAndTheConsumerTakeTurnsAndSeeEveryEventOnce) {
             },
             net::detached);
     }
-    std::vector<std::thread> io;
-    for (int t = 0; t < 4; ++t) io.emplace_back([&] { ioc.run(); });
-    std::vector<std::thread> engines;
-    for (int e = 0; e < 4; ++e)
-        engines.emplace_back([&, e] {
-            std::mt19937 rng(static_cast<unsigned>(100 + e));
-            for (int k = 0; k <= kTokens; ++k)
-                for (int i = e; i < kChannels; i += 4) {
-                    Event ev;
-                    ev.done = k == kTokens;
-                    callbacks[static_cast<size_t>(i)](ev);
-                    if (rng() % 4 == 0) std::this_thread::sleep_for(std::chrono::microseconds(rng() % 20));
-                }
-        });
-    for (auto& t : engines) t.join();
-    auto until = std::chrono::steady_clock::now() + 20s;
-    while (finished < kChannels && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(5ms);
+    drive(ioc, callbacks, kTokens, 100, finished);
     EXPECT_EQ(finished, kChannels) << kChannels - finished << " consumers never saw their end";
     EXPECT_EQ(overlaps, 0);
     int delivered = 0;
@@ -160,9 +151,6 @@ TEST(EventChannel, DirectDeliveryAndTheConsumerTakeTurnsAndSeeEveryEventOnce) {
         delivered += side.delivered;
     }
     EXPECT_GT(delivered, kChannels * kTokens / 4) << "the direct path was hardly taken";
-    work.reset();
-    ioc.stop();
-    for (auto& t : io) t.join();
 }
 
 // The same through the real server: many concurrent short streams on all three generating endpoints,

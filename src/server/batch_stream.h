@@ -79,15 +79,12 @@ public:
         return net::async_initiate<Handler, void(boost::system::error_code, std::size_t)>(
             [this](auto h, Buffers b) {
                 const std::size_t n = net::buffer_size(b);
-                if (framed_ && is_close_frame(b)) {
-                    std::lock_guard lk(box_->mu);
-                    box_->close_sent = true;  // no data frame may follow it (RFC 6455 §5.5.1)
-                }
-                if (holding_) {
+                std::unique_lock lk(box_->mu);
+                if (framed_ && is_close_frame(b)) box_->close_sent = true;  // no data frame may follow it (RFC 6455 §5.5.1)
+                if (box_->holding) {
                     append(held_, b);
                     return done(std::move(h), {}, n);
                 }
-                std::unique_lock lk(box_->mu);
                 if (box_->error) return done(std::move(h), box_->error, 0);
                 if (box_->writing || !box_->queued.empty()) {  // behind what is on its way
                     append(box_->queued, b);
@@ -105,7 +102,6 @@ public:
 
     // From here until release(), writes are held.
     void hold() {
-        holding_ = true;
         std::lock_guard lk(box_->mu);
         box_->holding = true;
     }
@@ -114,7 +110,6 @@ public:
     // held writes were reported done, so it is the only word of it). If a write is on the socket already
     // (a direct write's rest), the batch is queued behind it and this returns at once.
     net::awaitable<boost::system::error_code> release() {
-        holding_ = false;
         std::unique_lock lk(box_->mu);
         box_->holding = false;
         if (box_->error || held_.empty()) {
@@ -124,7 +119,7 @@ public:
         if (box_->writing || !box_->queued.empty()) {
             box_->queued += held_;
             held_.clear();
-            if (!box_->writing && !box_->flush_posted) flush(*box_);
+            if (!box_->writing && !box_->flush_posted) flush(*box_);  // else the posted flush takes it
             co_return boost::system::error_code{};
         }
         box_->writing = true;
@@ -155,7 +150,7 @@ public:
         if (o.gone || o.close_sent || o.error || o.fd < 0) return false;
         if (o.writing || o.holding || !o.queued.empty()) {
             o.queued += frames;
-            if (!o.writing && !o.flush_posted) post_flush(o);
+            if (!o.writing) post_flush(o);
             return true;
         }
         std::size_t off = 0;
@@ -192,7 +187,7 @@ private:
         std::string sending;   // the queued bytes being sent now
         bool writing = false;  // a write is on the socket (the I/O thread's)
         bool flush_posted = false;
-        bool holding = false;
+        bool holding = false;  // between hold() and release(): writes go to held_
         bool close_sent = false;
         bool gone = false;
         boost::system::error_code error;  // the first failed write's
@@ -243,8 +238,9 @@ private:
         });
     }
 
-    // Under the lock, from any thread: has the I/O thread flush the queue.
+    // Under the lock, from any thread: has the I/O thread flush the queue (once, however often asked).
     void post_flush(Outbox& o) {
+        if (o.flush_posted) return;
         o.flush_posted = true;
         net::post(next_.get_executor(), [self = this, box = box_] {
             std::lock_guard lk(box->mu);
@@ -257,7 +253,6 @@ private:
     beast::tcp_stream next_;
     std::shared_ptr<Outbox> box_;
     // I/O thread only:
-    bool holding_ = false;
     bool framed_ = false;  // the WebSocket handshake is over (enable_direct() was called)
     std::string held_;
 };

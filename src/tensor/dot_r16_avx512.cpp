@@ -83,9 +83,11 @@ inline __m512i dpbusd_quad(__m512i acc, __m512i w, const int8_t* qs, int k) {
     return acc;
 }
 
-// Software prefetch of the weight stream (tensor/prefetch.h) from two tokens a pass: one token streams
-// fastest on the hardware prefetcher alone (whole 0.5B Q8_0 step, 17.7 -> 16.1 ms without a near-only
-// prefetch, measured earlier; the two-distance one is no better there). Not in the Q6_K kernel: it does
+// Software prefetch of the weight stream (tensor/prefetch.h) from two tokens a pass in the 32-element
+// layouts: one token streams fastest on the hardware prefetcher alone there (whole 0.5B Q8_0 step, 17.7 ->
+// 16.1 ms without a near-only prefetch, measured earlier; the two-distance one is no better there; Q4_0's
+// decode on the Zen 5 host no better with it either, BENCHMARKS.md). The Q4_K/Q5_K kernel prefetches for
+// every pass, one token too (see group_q45k). Not in the Q6_K kernel: it does
 // more work per byte, and at 17 tokens (three passes, the later ones partly from L3) the requests cost
 // more than they saved (kernels_bench Cpu1TLayouts: 5.3-5.4 -> 5.8-5.9 ms; 1.1-1.4x better at 4-8).
 constexpr int kPrefetchFrom = 2;
@@ -173,7 +175,11 @@ void group_q45k(int64_t nb, const typename L::Block* wb, const uint8_t* a, size_
     const __m512i lo6 = _mm512_set1_epi32(0x3f3f3f3f), lo4 = _mm512_set1_epi32(0x0f0f0f0f), lo2 = _mm512_set1_epi32(0x03030303);
     for (int64_t b = 0; b < nb; ++b) {
         const typename L::Block& B = wb[b];
-        if constexpr (T >= kPrefetchFrom) prefetch_stream(&B, sizeof(B));
+        // One token too: on the Zen 5 host one thread streamed a DRAM-sized Q4_K matrix at 15-19 GB/s on
+        // the hardware prefetcher alone and at 26-29 with this (kernels_bench Cpu1T/3/40000/4864/1/2/1,
+        // alternating builds), and a 1.5B Q4_K decode went from 57-69% of flint bench's probe to 86-91%
+        // (Q5_K: 58-59% to 84-86%; BENCHMARKS.md, Twentieth session).
+        prefetch_stream(&B, sizeof(B));
         // The eight scales and mins of every row (lane), four per 32-bit word, as k4_scales_mins unpacks them.
         const __m512i w0 = _mm512_loadu_si512(B.sc[0]), w1 = _mm512_loadu_si512(B.sc[1]), w2 = _mm512_loadu_si512(B.sc[2]);
         const __m512i s03 = _mm512_and_si512(w0, lo6), m03 = _mm512_and_si512(w1, lo6);

@@ -130,7 +130,7 @@ void group_rt(int64_t nb, const typename W::Block* wb, const uint8_t* a, size_t 
 
 // One token against a Q4_0_R16 tile (decode). The high nibbles are not shifted down: v & 0xF0 is 16 x the
 // level, so their four VPDPBUSD sum 16 x their dot, exactly (|sum| < 16 x 240 x 128, far inside int32), and
-// one arithmetic shift of that sum replaces group_rt's four per block: 30 instructions a block instead of 33.
+// one arithmetic shift of that sum replaces group_rt's four per block.
 // The same int32 dot as group_rt's, so the same logits in any batch. Zen 5 host, alternating builds: a
 // 20 MB (L3) Q4_0 matrix, one thread, 41 -> 47-51 GB/s; the 0.5B Q4_0 decode 68-72% -> 72-80% of the probe
 // (BENCHMARKS.md, Twentieth session).

@@ -124,21 +124,22 @@ TEST(Repack, ATokenGetsTheSameBitsInAnyBatch) {
     ThreadPool pool(2);
     for (Isa isa : available_isas()) {
         set_isa(isa);
-        for (Pair p : kPairs) {
-            const int64_t rows = 5 * interleaved_rows(p.packed), cols = fit(p, 896);  // as above
-            Packed m = make(p, rows, cols, 6);
-            const WeightView wv{p.packed, m.packed.data(), rows, cols};
-            for (int64_t n : {2, 5, 8, 9, 17, 33, 300}) {
-                auto x = random_floats(size_t(n * cols), 7 + uint32_t(n));
-                std::vector<float> batched(size_t(n * rows)), single(static_cast<size_t>(rows));
-                matmul(wv, x.data(), n, batched.data(), &pool);
-                for (int64_t k = 0; k < n; ++k) {
-                    matmul(wv, x.data() + k * cols, 1, single.data(), &pool);
-                    ASSERT_EQ(0, std::memcmp(single.data(), batched.data() + k * rows, sizeof(float) * rows))
-                        << isa_name(isa) << " " << dtype_name(p.packed) << " batch " << n << " token " << k;
+        for (Pair p : kPairs)
+            for (int64_t c : {int64_t(96), int64_t(896)}) {  // 3 and 28 blocks: the decode kernels' odd tail too
+                const int64_t rows = 5 * interleaved_rows(p.packed), cols = fit(p, c);  // as above
+                Packed m = make(p, rows, cols, 6);
+                const WeightView wv{p.packed, m.packed.data(), rows, cols};
+                for (int64_t n : {2, 5, 8, 9, 17, 33, 300}) {
+                    auto x = random_floats(size_t(n * cols), 7 + uint32_t(n));
+                    std::vector<float> batched(size_t(n * rows)), single(static_cast<size_t>(rows));
+                    matmul(wv, x.data(), n, batched.data(), &pool);
+                    for (int64_t k = 0; k < n; ++k) {
+                        matmul(wv, x.data() + k * cols, 1, single.data(), &pool);
+                        ASSERT_EQ(0, std::memcmp(single.data(), batched.data() + k * rows, sizeof(float) * rows))
+                            << isa_name(isa) << " " << dtype_name(p.packed) << " cols " << cols << " batch " << n << " token " << k;
+                    }
                 }
             }
-        }
     }
 }
 

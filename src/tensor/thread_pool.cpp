@@ -32,6 +32,11 @@ namespace {
 // between consecutive matmuls of one forward pass (norms, attention on the calling thread), short
 // enough not to burn a core when the engine is idle.
 constexpr auto kSpinTime = std::chrono::microseconds(200);
+// After this long spinning a worker yields its core between checks (someone else may be runnable). Not
+// sooner: sched_yield costs 1.5 µs in the Zen 5 guest (PAUSE 22 ns), and a worker inside it when a region
+// starts starts late — yielding every 256 spins, the caller's wait for the worker at a region's end was
+// 16% of its kernel time in a 0.5B Q4_0 decode profile, 9% with this (BENCHMARKS.md, Twenty-first session).
+constexpr auto kYieldAfter = std::chrono::microseconds(50);
 
 }  // namespace
 
@@ -102,15 +107,17 @@ void ThreadPool::worker(int index) {
         // Spin on the epoch, then sleep.
         uint64_t e = epoch_.load(std::memory_order_acquire);
         if (e == seen) {
-            const auto deadline = std::chrono::steady_clock::now() + kSpinTime;
+            const auto start = std::chrono::steady_clock::now();
+            const auto deadline = start + kSpinTime, yield_after = start + kYieldAfter;
             int spins = 0;
             while ((e = epoch_.load(std::memory_order_acquire)) == seen) {
                 FLINT_PAUSE();
-                // Every so often: give the core away if someone else is runnable (cheap when nobody
-                // is), and check the clock.
+                // Every so often: check the clock, and past kYieldAfter give the core away if someone
+                // else is runnable.
                 if (++spins % 256 == 0) {
-                    std::this_thread::yield();
-                    if (std::chrono::steady_clock::now() > deadline) break;
+                    const auto now = std::chrono::steady_clock::now();
+                    if (now > deadline) break;
+                    if (now > yield_after) std::this_thread::yield();
                 }
             }
             if (e == seen) {

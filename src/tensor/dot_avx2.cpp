@@ -721,10 +721,11 @@ float max_abs(const float* x, int n) {
     return _mm_cvtss_f32(s);
 }
 
+// Clamped to +-127 as the references do: a Q8_0 block whose fp16 scale is subnormal can reach -128 otherwise.
 void quantize_32(const float* x, float id, int8_t* out) {
-    const __m256 vid = _mm256_set1_ps(id);
-    const __m256i q = pack_to_i8(_mm256_mul_ps(_mm256_loadu_ps(x), vid), _mm256_mul_ps(_mm256_loadu_ps(x + 8), vid),
-                                 _mm256_mul_ps(_mm256_loadu_ps(x + 16), vid), _mm256_mul_ps(_mm256_loadu_ps(x + 24), vid));
+    const __m256 vid = _mm256_set1_ps(id), lo = _mm256_set1_ps(-127.0f), hi = _mm256_set1_ps(127.0f);
+    auto level = [&](int i) { return _mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i), vid), lo), hi); };
+    const __m256i q = pack_to_i8(level(0), level(8), level(16), level(24));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), q);
 }
 
@@ -733,6 +734,14 @@ void quantize_q8_0_avx2(const float* x, BlockQ8_0* y, int64_t n) {
         y[b].d = fp32_to_fp16(max_abs(x, QK) / 127.0f);
         const float d = half(y[b].d);
         quantize_32(x, d != 0 ? 1.0f / d : 0.0f, y[b].qs);
+    }
+}
+
+void quantize_q8_0s_avx2(const float* x, BlockQ8_0S* y, int64_t n) {
+    for (int64_t b = 0; b < n / QK; ++b) {
+        BlockQ8_0 q;
+        quantize_q8_0_avx2(x + b * QK, &q, QK);
+        widen_q8_0s(&q, y + b, 1);
     }
 }
 
@@ -771,6 +780,7 @@ void fill_avx2(KernelSet& k) {
     k.tile[id(DType::Q6_K)] = tile_k<BlockQ6_K, unpack_q6_k_avx2>;
     k.quantize_q8_0 = quantize_q8_0_avx2;
     k.quantize_q8_k = quantize_q8_k_avx2;
+    k.quantize_q8_0s = quantize_q8_0s_avx2;
     k.tile[id(DType::Q8_0_R8)] = tile_groups<kR8Rows, BlockQ8_0R8, Q8R8Pass::K, 6, QK, decode_tile_q8r8>;
     k.tile[id(DType::Q4_0_R8)] = tile_groups<kR8Rows, BlockQ4_0R8, R8<Q4R8>::K, 9, QK>;
     k.tile[id(DType::Q5_0_R8)] = tile_groups<kR8Rows, BlockQ5_0R8, R8<Q5R8>::K, 9, QK>;

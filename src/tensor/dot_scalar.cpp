@@ -221,6 +221,7 @@ void fill_scalar(KernelSet& k) {
     k.tile[id(DType::Q6_K_R16)] = tile_scalar_r16<BlockQ6_KR16, BlockQ8_K, dot_kr16<BlockQ6_KR16, BlockQ6_K, q6kr16_row, dot_q6_k>>;
     k.quantize_q8_0 = quantize_q8_0;
     k.quantize_q8_k = quantize_q8_k;
+    k.quantize_q8_0s = quantize_q8_0s;
     k.dot_f32 = dot_f32_scalar;
     k.dot_f16_f32 = dot_f16_f32_scalar;
     k.axpy_f32 = axpy_f32_scalar;

@@ -41,6 +41,8 @@ struct KernelSet {
     DType repack[kMaxDTypeId] = {};
     void (*quantize_q8_0)(const float* x, BlockQ8_0* y, int64_t n) = nullptr;
     void (*quantize_q8_k)(const float* x, BlockQ8_K* y, int64_t n) = nullptr;
+    // Straight to the interleaved layouts' Q8_0S blocks: the bytes of quantize_q8_0 then widen_q8_0s.
+    void (*quantize_q8_0s)(const float* x, BlockQ8_0S* y, int64_t n) = nullptr;
     float (*dot_f32)(const float* a, const float* b, int64_t n) = nullptr;
     float (*dot_f16_f32)(const uint16_t* a, const float* b, int64_t n) = nullptr;
     void (*axpy_f32)(float a, const float* x, float* y, int64_t n) = nullptr;

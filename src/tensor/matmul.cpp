@@ -164,15 +164,12 @@ struct MatmulJob {
     int n_threads = 1;
 
     void quantize_tokens(int64_t t0, int64_t t1) const {
-        thread_local std::vector<BlockQ8_0> q8;  // Q8_0S: the Q8_0 row before widening
         for (int64_t t = t0; t < t1; ++t) {
             uint8_t* out = q + t * a_stride;
             if (act_type == DType::Q8_0) {
                 k->quantize_q8_0(x + t * cols, reinterpret_cast<BlockQ8_0*>(out), cols);
             } else if (act_type == DType::Q8_0_S) {
-                if (q8.size() < size_t(cols / QK)) q8.resize(size_t(cols / QK));
-                k->quantize_q8_0(x + t * cols, q8.data(), cols);
-                widen_q8_0s(q8.data(), reinterpret_cast<BlockQ8_0S*>(out), cols / QK);
+                k->quantize_q8_0s(x + t * cols, reinterpret_cast<BlockQ8_0S*>(out), cols);
             } else {
                 k->quantize_q8_k(x + t * cols, reinterpret_cast<BlockQ8_K*>(out), cols);
             }

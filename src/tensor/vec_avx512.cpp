@@ -6,6 +6,7 @@
 
 #include "tensor/exp_simd.h"
 #include "tensor/kernels.h"
+#include "tensor/quant.h"
 
 // GCC 12's -Wmaybe-uninitialized fires inside the AVX-512 intrinsic headers (a known false positive).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -66,9 +67,31 @@ double exp_sum_avx512(const float* x, float* y, int64_t n, float scale, float sh
     return _mm512_reduce_add_pd(_mm512_add_pd(s0, s1));
 }
 
+// Float activations to Q8_0S blocks in one pass: the bytes of quantize_q8_0 then widen_q8_0s (the scale
+// through fp16, round to nearest even, clamped to +-127 as the reference does; ofs = -128 x the block's sum).
+// The 4864-wide FFN-down input of a 0.5B decode step, converted on the calling thread before every FFN-down
+// region while the other waits: 2.8 us with the AVX2 quantizer and the scalar widening, 1.3-1.4 here.
+void quantize_q8_0s_avx512(const float* x, BlockQ8_0S* y, int64_t n) {
+    const __m512 sign = _mm512_set1_ps(-0.0f);
+    const __m512i lo = _mm512_set1_epi32(-127), hi = _mm512_set1_epi32(127);
+    for (int64_t b = 0; b < n / QK; ++b, x += QK) {
+        const __m512 x0 = _mm512_loadu_ps(x), x1 = _mm512_loadu_ps(x + 16);
+        const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_andnot_ps(sign, x0), _mm512_andnot_ps(sign, x1)));
+        const float d = _cvtsh_ss(_cvtss_sh(amax / 127.0f, _MM_FROUND_TO_NEAREST_INT));  // = fp32_to_fp16's rounding
+        const __m512 id = _mm512_set1_ps(d != 0 ? 1.0f / d : 0.0f);
+        const __m512i q0 = _mm512_min_epi32(_mm512_max_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(x0, id)), lo), hi);
+        const __m512i q1 = _mm512_min_epi32(_mm512_max_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(x1, id)), lo), hi);
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(y[b].qs), _mm512_cvtepi32_epi8(q0));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(y[b].qs + 16), _mm512_cvtepi32_epi8(q1));
+        y[b].d = d;
+        y[b].ofs = -128 * _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
+    }
+}
+
 }  // namespace
 
 void fill_vec_avx512(KernelSet& k) {
+    k.quantize_q8_0s = quantize_q8_0s_avx512;
     k.silu_mul = silu_mul_avx512;
     k.argmax_f32 = argmax_f32_avx512;
     k.exp_sum = exp_sum_avx512;

@@ -8,6 +8,7 @@
 #include "tensor/kernels.h"
 #include "tensor/matmul.h"
 #include "tensor/quant.h"
+#include "tensor/quant_internal.h"
 #include "tensor/thread_pool.h"
 #include "tensor/vec.h"
 #include "tensor_test_util.h"
@@ -284,6 +285,35 @@ TEST(ActivationQuant, SimdBytesEqualScalar) {
         detail::active_kernels().quantize_q8_k(x.data(), vk.data(), int64_t(x.size()));
         EXPECT_EQ(std::memcmp(s0.data(), v0.data(), s0.size() * sizeof(BlockQ8_0)), 0) << isa_name(isa);
         EXPECT_EQ(std::memcmp(sk.data(), vk.data(), sk.size() * sizeof(BlockQ8_K)), 0) << isa_name(isa);
+    }
+}
+
+// Straight to the interleaved kernels' Q8_0S blocks: every ISA gives the bytes of the scalar quantize_q8_0
+// then widen_q8_0s — also for blocks whose fp16 scale is subnormal (the levels clamp at +-127 there), a block
+// of one large value among small ones, and an all-zero block.
+TEST(ActivationQuant, Q8_0SEqualsQuantizeThenWiden) {
+    test::IsaGuard guard;
+    auto x = test::random_floats(32 * 40, 32);
+    for (int i = 0; i < 32; ++i) x[i] = 0;
+    // amax / 127 below fp16's normal range, the largest levels past 127 before the clamp: at the start of
+    // block 1, at the end of block 2.
+    for (int j = 0; j < 32; ++j) {
+        x[32 + j] = (j % 2 ? 1 : -1) * 1e-6f * float(63 - j);
+        x[64 + j] = (j % 2 ? 1 : -1) * 1e-6f * float(32 + j);
+    }
+    for (int i = 96; i < 128; ++i) x[i] = (i % 3 ? -3e-6f : 5e-6f);
+    x[140] = 3e4f;
+    const int64_t n = int64_t(x.size());
+    std::vector<BlockQ8_0> q(size_t(n / 32));
+    std::vector<BlockQ8_0S> ref(size_t(n / 32)), got(size_t(n / 32));
+    detail::quantize_q8_0(x.data(), q.data(), n);
+    detail::widen_q8_0s(q.data(), ref.data(), n / 32);
+    for (Isa isa : test::available_isas()) {
+        set_isa(isa);
+        std::memset(got.data(), 0x5a, got.size() * sizeof(BlockQ8_0S));
+        detail::active_kernels().quantize_q8_0s(x.data(), got.data(), n);
+        for (size_t b = 0; b < ref.size(); ++b)
+            ASSERT_EQ(std::memcmp(&ref[b], &got[b], sizeof(BlockQ8_0S)), 0) << isa_name(isa) << " block " << b;
     }
 }
 

@@ -77,7 +77,9 @@ TEST(Vec, SiluMulMatchesScalarOverTheRange) {
             for (int64_t i = 0; i < n; ++i)
                 ASSERT_NEAR(got[size_t(i)], want[size_t(i)], 4e-7f * std::fabs(want[size_t(i)]) + 1e-30f)
                     << isa_name(isa) << " g " << g[size_t(i)] << " u " << u[size_t(i)];
-            if (size_t(n) < g.size()) EXPECT_EQ(got[size_t(n)], g[size_t(n)]) << isa_name(isa) << ": wrote past n " << n;
+            if (size_t(n) < g.size()) {
+                EXPECT_EQ(got[size_t(n)], g[size_t(n)]) << isa_name(isa) << ": wrote past n " << n;
+            }
             set_isa(Isa::Scalar);
         }
     }

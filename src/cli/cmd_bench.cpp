@@ -9,6 +9,9 @@
 #include <numeric>
 #include <optional>
 #include <random>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -32,6 +35,7 @@ struct BenchOptions {
     bool json = false;
     bool no_bandwidth = false;
     bool fill_kv = false;
+    bool stages = false;  // time the decode repetitions' forward passes stage by stage
 };
 
 struct Stat {
@@ -99,6 +103,8 @@ void bench(const BenchOptions& o) {
     std::optional<ReadProbe> probe;
     if (!o.no_bandwidth) probe.emplace();
     std::vector<double> pp, tg, bws;
+    StageTimes stage_times;
+    double decode_seconds = 0;
     for (int r = 0; r < o.reps; ++r) {
         if (o.n_prompt > 0) {
             auto t0 = Clock::now();
@@ -106,9 +112,13 @@ void bench(const BenchOptions& o) {
             pp.push_back(o.n_prompt / std::chrono::duration<double>(Clock::now() - t0).count());
         }
         if (o.n_gen > 0) {
+            if (o.stages) scratch.stage_times = &stage_times;
             auto t0 = Clock::now();
             decode(o.n_gen);
-            tg.push_back(o.n_gen / std::chrono::duration<double>(Clock::now() - t0).count());
+            const double sec = std::chrono::duration<double>(Clock::now() - t0).count();
+            scratch.stage_times = nullptr;
+            decode_seconds += sec;
+            tg.push_back(o.n_gen / sec);
         }
         if (probe) bws.push_back(probe->best_gbs(lm.pool.get(), 3));
     }
@@ -126,6 +136,16 @@ void bench(const BenchOptions& o) {
     const double bw = sbw.median;
     const double achieved = sg.median * weight_gb;
     const int threads = lm.pool ? lm.pool->size() : 1;
+    // --stages: µs a decoded token in each stage; "other" is the rest of the decode loop (sampling, the calls).
+    std::vector<std::pair<std::string, double>> stage_us;
+    if (o.stages && stage_times.passes > 0) {
+        double staged = 0;
+        for (int i = 0; i < static_cast<int>(Stage::kCount); ++i) {
+            stage_us.emplace_back(stage_name(Stage(i)), 1e6 * stage_times.seconds[i] / stage_times.passes);
+            staged += stage_times.seconds[i];
+        }
+        stage_us.emplace_back("other", 1e6 * std::max(0.0, decode_seconds - staged) / stage_times.passes);
+    }
     if (o.json) {
         nlohmann::json j = {{"model", m.config.name},          {"arch", m.config.arch},
                             {"weights_bytes", m.weights.matrix_bytes}, {"threads", threads},
@@ -140,6 +160,11 @@ void bench(const BenchOptions& o) {
                             {"decode_fraction_per_rep", fractions},
                             {"ctx", lm.ctx},                   {"kv_bytes", lm.kv->block_bytes() * lm.kv->n_blocks()},
                             {"rss_bytes", mem.rss},            {"peak_rss_bytes", mem.peak_rss}};
+        if (!stage_us.empty()) {
+            nlohmann::json st = nlohmann::json::object();
+            for (const auto& [name, us] : stage_us) st[name] = us;
+            j["decode_stage_us_per_token"] = st;
+        }
         std::printf("%s\n", j.dump(2).c_str());
         return;
     }
@@ -153,6 +178,13 @@ void bench(const BenchOptions& o) {
         std::printf("| %s | %.1f MiB | %d | %s | tg%d%s | %.2f ± %.2f | %.2f |\n", m.config.name.c_str(),
                     m.weights.matrix_bytes / 1048576.0, threads, isa_name(active_isa()), o.n_gen, at.c_str(), sg.mean,
                     sg.stddev, sg.median);
+    if (!stage_us.empty()) {
+        double total = 0;
+        for (const auto& st : stage_us) total += st.second;
+        std::printf("\ndecode by stage (wall time on the calling thread; each matmul stage with its activation "
+                    "conversion and region ends):\n| stage | us / token | share |\n|---|---|---|\n");
+        for (const auto& [name, us] : stage_us) std::printf("| %s | %.1f | %.1f%% |\n", name.c_str(), us, 100 * us / total);
+    }
     std::printf("\nmemory: ctx %d, KV %.1f MiB%s, RSS %.1f MiB (peak %.1f MiB)\n", lm.ctx,
                 lm.kv->block_bytes() * lm.kv->n_blocks() / 1048576.0, o.fill_kv ? " (all touched)" : " (touched as used)",
                 mem.rss / 1048576.0, mem.peak_rss / 1048576.0);
@@ -184,6 +216,9 @@ CLI::App* register_bench(CLI::App& app) {
     cmd->add_flag("--json", o->json, "Print JSON instead of a table");
     cmd->add_flag("--no-bandwidth", o->no_bandwidth, "Skip the read-bandwidth measurement");
     cmd->add_flag("--fill-kv", o->fill_kv, "Touch the whole KV cache before measuring memory (RSS as with a full context)");
+    cmd->add_flag("--stages", o->stages,
+                  "Also time the decode repetitions stage by stage (norms, q/k/v, attention, FFN, head...): where a step "
+                  "goes; adds one clock read per stage");
     cmd->require_subcommand(0, 1);
     cmd->callback([o, cmd] {
         if (cmd->get_subcommands().empty()) bench(*o);

@@ -3,6 +3,7 @@
 #include "model/forward.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 
@@ -77,12 +78,49 @@ void store_kv(KVCache& kv, int layer, std::span<const int32_t> blocks, int pos, 
     }
 }
 
+// Adds the time since the previous mark to a stage (nothing when no StageTimes is attached).
+class StageClock {
+public:
+    explicit StageClock(StageTimes* t) : t_(t) {
+        if (!t_) return;
+        ++t_->passes;
+        last_ = std::chrono::steady_clock::now();
+    }
+    void mark(Stage s) {
+        if (!t_) return;
+        const auto now = std::chrono::steady_clock::now();
+        t_->seconds[static_cast<int>(s)] += std::chrono::duration<double>(now - last_).count();
+        last_ = now;
+    }
+
+private:
+    StageTimes* t_;
+    std::chrono::steady_clock::time_point last_;
+};
+
 template <typename T>
 void grow(std::vector<T>& v, size_t n) {
     if (v.size() < n) v.resize(n);
 }
 
 }  // namespace
+
+const char* stage_name(Stage s) {
+    switch (s) {
+        case Stage::Embed: return "embed";
+        case Stage::Norms: return "norms";
+        case Stage::QKV: return "q/k/v";
+        case Stage::BiasRopeKV: return "bias, rope, kv write";
+        case Stage::Attention: return "attention";
+        case Stage::OutProj: return "attention output";
+        case Stage::Residual: return "residual adds";
+        case Stage::FfnGateUp: return "ffn gate/up";
+        case Stage::FfnDown: return "ffn down";
+        case Stage::Head: return "output head";
+        case Stage::kCount: break;
+    }
+    return "?";
+}
 
 int64_t logits_rows(std::span<const SeqBatch> batch) {
     int64_t rows = 0;
@@ -111,6 +149,7 @@ int64_t forward(const Model& m, std::span<const SeqBatch> batch, KVCache& kv, Fo
         max_pos = std::max(max_pos, end);
     }
     if (T == 0) return 0;
+    StageClock clock(s.stage_times);
     const int n_threads = pool ? pool->size() : 1;
     grow(s.x, T * dim);         // (T, dim) residual stream
     grow(s.xb, T * dim);        // (T, dim) normed input / projection output
@@ -145,6 +184,7 @@ int64_t forward(const Model& m, std::span<const SeqBatch> batch, KVCache& kv, Fo
         if (dump && *dump) (*dump)(name, layer, data, T, cols);
     };
     emit("inp_embd", -1, s.x.data(), dim);
+    clock.mark(Stage::Embed);
 
     const int group = c.n_heads / c.n_kv_heads;
     if (group > kMaxGroupQueries) fail("attention: ", group, " query heads per KV head (at most ", kMaxGroupQueries, ")");
@@ -152,8 +192,10 @@ int64_t forward(const Model& m, std::span<const SeqBatch> batch, KVCache& kv, Fo
         const LayerWeights& L = w.layers[l];
         rms_norm(s.x.data(), L.attn_norm, s.xb.data(), T, dim, c.rms_eps);
         emit("attn_norm", l, s.xb.data(), dim);
+        clock.mark(Stage::Norms);
         const MatmulOut qkv[3] = {{L.wq, s.q.data()}, {L.wk, s.k.data()}, {L.wv, s.v.data()}};
         matmul_many(qkv, s.xb.data(), T, pool);
+        clock.mark(Stage::QKV);
         add_bias(s.q.data(), L.bq, T, q_dim);
         add_bias(s.k.data(), L.bk, T, kv_dim);
         add_bias(s.v.data(), L.bv, T, kv_dim);
@@ -194,22 +236,30 @@ int64_t forward(const Model& m, std::span<const SeqBatch> batch, KVCache& kv, Fo
                 attend_group(a, qg, scratch);
             }
         };
+        clock.mark(Stage::BiasRopeKV);
         if (pool && n_units > 1) pool->run(attend);
         else attend(0, 1);
+        clock.mark(Stage::Attention);
         emit("kqv_out", l, s.att.data(), q_dim);
 
         matmul(L.wo, s.att.data(), T, s.xb.data(), pool);
         emit("attn_out", l, s.xb.data(), dim);
+        clock.mark(Stage::OutProj);
         add_inplace(s.x.data(), s.xb.data(), T * dim);
         emit("ffn_inp", l, s.x.data(), dim);
+        clock.mark(Stage::Residual);
 
         rms_norm(s.x.data(), L.ffn_norm, s.xb.data(), T, dim, c.rms_eps);
         emit("ffn_norm", l, s.xb.data(), dim);
+        clock.mark(Stage::Norms);
         matmul_swiglu(L.w_gate, L.w_up, s.xb.data(), T, s.hb.data(), s.hb2.data(), pool);
+        clock.mark(Stage::FfnGateUp);
         matmul(L.w_down, s.hb.data(), T, s.xb.data(), pool);
         emit("ffn_out", l, s.xb.data(), dim);
+        clock.mark(Stage::FfnDown);
         add_inplace(s.x.data(), s.xb.data(), T * dim);
         emit("l_out", l, s.x.data(), dim);
+        clock.mark(Stage::Residual);
     }
 
     // Final norm and output projection only for the rows someone asked for.
@@ -229,8 +279,10 @@ int64_t forward(const Model& m, std::span<const SeqBatch> batch, KVCache& kv, Fo
     }
     rms_norm(s.out_rows.data(), w.output_norm, s.out_rows.data(), rows, dim, c.rms_eps);
     if (dump && *dump) (*dump)("result_norm", -1, s.out_rows.data(), rows, dim);
+    clock.mark(Stage::Norms);
     matmul(w.output, s.out_rows.data(), rows, logits, pool);
     if (dump && *dump) (*dump)("result_output", -1, logits, rows, c.n_vocab);
+    clock.mark(Stage::Head);
     return rows;
 }
 

@@ -33,8 +33,32 @@ struct SeqBatch {
 // data [rows][cols].
 using ActivationDump = std::function<void(std::string_view name, int layer, const float* data, int64_t rows, int64_t cols)>;
 
+// The stages of a forward pass, for a wall-time breakdown (flint bench --stages): where a step goes beside
+// the matmul kernels. Each matmul stage includes its activation conversion and its parallel region's ends.
+enum class Stage {
+    Embed,       // token rows, RoPE angles
+    Norms,       // the RMSNorms (and the final one)
+    QKV,         // the Q, K, V products
+    BiasRopeKV,  // biases, RoPE, the KV cache write
+    Attention,
+    OutProj,     // attention output projection
+    Residual,    // the two residual adds
+    FfnGateUp,   // gate and up products with SwiGLU
+    FfnDown,
+    Head,        // output projection to the vocabulary
+    kCount
+};
+const char* stage_name(Stage s);
+
+// Wall time per stage, summed over the passes run with it attached (ForwardScratch::stage_times).
+struct StageTimes {
+    double seconds[static_cast<int>(Stage::kCount)] = {};
+    int64_t passes = 0;
+};
+
 // Scratch buffers, grown on demand and reused: no allocation per step once warm.
 struct ForwardScratch {
+    StageTimes* stage_times = nullptr;  // when set, forward() adds each stage's wall time to it
     std::vector<float> x, xb, q, k, v, att, hb, hb2, rope, out_rows;  // shapes noted in forward.cpp
     std::vector<uint16_t> k16;
     std::vector<float> scores;  // per thread: attention scratch (scores_per_thread floats)

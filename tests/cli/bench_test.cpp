@@ -28,6 +28,36 @@ TEST(Bench, JsonReportAtADepth) {
     EXPECT_GT(j["tg_tok_s"]["median"].get<double>(), 0);
 }
 
+// --stages: the decode repetitions timed stage by stage, in the JSON and as a table; the stages (and the rest
+// of the decode loop) account for the decode time.
+TEST(Bench, StagesBreakTheDecodeStepDown) {
+    FLINT_REQUIRE_SHARED("models/stories260K.gguf");
+    const std::string m = shared_path("models/stories260K.gguf");
+    CommandResult r = run_flint("bench -m " + m + " -t 1 -p 0 -n 32 -r 2 --no-bandwidth --stages --json");
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    const auto j = nlohmann::json::parse(r.out);
+    ASSERT_TRUE(j.contains("decode_stage_us_per_token")) << r.out;
+    const auto& st = j["decode_stage_us_per_token"];
+    for (const char* name : {"embed", "norms", "q/k/v", "bias, rope, kv write", "attention", "attention output",
+                             "residual adds", "ffn gate/up", "ffn down", "output head", "other"}) {
+        ASSERT_TRUE(st.contains(name)) << name;
+        EXPECT_GE(st[name].get<double>(), 0) << name;
+    }
+    double total = 0;
+    for (const auto& [name, us] : st.items()) total += us.get<double>();
+    const double step_us = 1e6 / j["tg_tok_s"]["mean"].get<double>();  // 2 repetitions: mean of rates vs time
+    EXPECT_GT(total, 0.5 * step_us);
+    EXPECT_LT(total, 2.0 * step_us);
+    EXPECT_GT(st["q/k/v"].get<double>(), 0);
+
+    CommandResult t = run_flint("bench -m " + m + " -t 1 -p 0 -n 8 -r 1 --no-bandwidth --stages");
+    ASSERT_EQ(t.exit_code, 0) << t.out;
+    EXPECT_NE(t.out.find("| ffn gate/up |"), std::string::npos) << t.out;
+    CommandResult plain = run_flint("bench -m " + m + " -t 1 -p 0 -n 8 -r 1 --no-bandwidth --json");
+    ASSERT_EQ(plain.exit_code, 0) << plain.out;
+    EXPECT_FALSE(nlohmann::json::parse(plain.out).contains("decode_stage_us_per_token"));
+}
+
 TEST(Bench, DepthBeyondTheContextIsRefused) {
     FLINT_REQUIRE_SHARED("models/stories260K.gguf");
     const std::string m = shared_path("models/stories260K.gguf");

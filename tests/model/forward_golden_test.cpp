@@ -177,3 +177,32 @@ TEST(ForwardGolden, QuantizedKvCachesStayCloseToTheGolden) {
         EXPECT_EQ(same_top, static_cast<int>(tokens.size()));
     }
 }
+
+// Stage timing (flint bench --stages) changes nothing in the results, counts every pass, and puts time in
+// every stage a step has (stories260K has no biases, so that stage holds RoPE and the KV write).
+TEST(ForwardStages, TimingLeavesTheLogitsAloneAndFillsEveryStage) {
+    FLINT_REQUIRE_SHARED("models/stories260K.gguf");
+    auto model = Model::load(shared_path("models/stories260K.gguf"));
+    const std::vector<int32_t> prompt = {1, 403, 407, 261, 378};  // vocabulary: 512
+    Runner plain(model, 64, DType::F32, 2), timed(model, 64, DType::F32, 2);
+    StageTimes times;
+    timed.scratch.stage_times = &times;
+    std::vector<float> a = plain.run(prompt, 0, Logits::Last), b = timed.run(prompt, 0, Logits::Last);
+    EXPECT_EQ(a, b);
+    for (int i = 0; i < 3; ++i) {
+        a = plain.run({int32_t(300 + i)}, 5 + i, Logits::Last);
+        b = timed.run({int32_t(300 + i)}, 5 + i, Logits::Last);
+        EXPECT_EQ(a, b) << "decode step " << i;
+    }
+    EXPECT_EQ(times.passes, 4);
+    for (int s = 0; s < static_cast<int>(Stage::kCount); ++s) {
+        EXPECT_GT(times.seconds[s], 0.0) << stage_name(Stage(s));
+        EXPECT_STRNE(stage_name(Stage(s)), "?");
+    }
+    // Nothing is timed with no StageTimes attached.
+    timed.scratch.stage_times = nullptr;
+    const StageTimes before = times;
+    timed.run({310}, 8, Logits::Last);
+    EXPECT_EQ(times.passes, before.passes);
+    EXPECT_EQ(times.seconds[static_cast<int>(Stage::QKV)], before.seconds[static_cast<int>(Stage::QKV)]);
+}

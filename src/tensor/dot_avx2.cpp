@@ -737,13 +737,7 @@ void quantize_q8_0_avx2(const float* x, BlockQ8_0* y, int64_t n) {
     }
 }
 
-void quantize_q8_0s_avx2(const float* x, BlockQ8_0S* y, int64_t n) {
-    for (int64_t b = 0; b < n / QK; ++b) {
-        BlockQ8_0 q;
-        quantize_q8_0_avx2(x + b * QK, &q, QK);
-        widen_q8_0s(&q, y + b, 1);
-    }
-}
+void quantize_q8_0s_avx2(const float* x, BlockQ8_0S* y, int64_t n) { quantize_q8_0s_via(quantize_q8_0_avx2, x, y, n); }
 
 void quantize_q8_k_avx2(const float* x, BlockQ8_K* y, int64_t n) {
     for (int64_t b = 0; b < n / QK_K; ++b, x += QK_K) {

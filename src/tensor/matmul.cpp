@@ -14,7 +14,6 @@
 
 #include "tensor/kernels.h"
 #include "tensor/quant.h"
-#include "tensor/quant_internal.h"
 #include "tensor/repack.h"
 #include "tensor/thread_pool.h"
 #include "util/error.h"

@@ -20,6 +20,9 @@ void quantize_q6_k(const float* x, BlockQ6_K* y, int64_t n);
 // Q8_0 blocks -> Q8_0S (same levels and scale, the scale widened to f32, -128 * the levels' sum added).
 void widen_q8_0s(const BlockQ8_0* x, BlockQ8_0S* y, int64_t n_blocks);
 void quantize_q8_0s(const float* x, BlockQ8_0S* y, int64_t n);  // quantize_q8_0, then widen_q8_0s
+// The same, block by block through a given Q8_0 quantizer (a SIMD one that writes the reference's bytes).
+void quantize_q8_0s_via(void (*quantize)(const float* x, BlockQ8_0* y, int64_t n), const float* x, BlockQ8_0S* y,
+                        int64_t n);
 
 void dequantize_q4_0(const BlockQ4_0* x, float* y, int64_t n);
 void dequantize_q5_0(const BlockQ5_0* x, float* y, int64_t n);

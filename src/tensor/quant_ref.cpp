@@ -52,13 +52,16 @@ void widen_q8_0s(const BlockQ8_0* x, BlockQ8_0S* y, int64_t n_blocks) {
     }
 }
 
-void quantize_q8_0s(const float* x, BlockQ8_0S* y, int64_t n) {
+void quantize_q8_0s_via(void (*quantize)(const float* x, BlockQ8_0* y, int64_t n), const float* x, BlockQ8_0S* y,
+                        int64_t n) {
     for (int64_t b = 0; b < n / QK; ++b) {
         BlockQ8_0 q;
-        quantize_q8_0(x + b * QK, &q, QK);
+        quantize(x + b * QK, &q, QK);
         widen_q8_0s(&q, y + b, 1);
     }
 }
+
+void quantize_q8_0s(const float* x, BlockQ8_0S* y, int64_t n) { quantize_q8_0s_via(quantize_q8_0, x, y, n); }
 
 void quantize_q4_0(const float* x, BlockQ4_0* y, int64_t n) {
     for (int64_t b = 0; b < n / QK; ++b, x += QK) {

@@ -5,7 +5,8 @@
 // kTileRows rows, each dotted against every token of a token block, so each weight byte comes from
 // memory once per call however many tokens there are; decode (and, where the kernel supports it, up to
 // kStreamTokens tokens) hands kernels kDecodeRows rows at a time, which they stream one after another
-// (see dot_avx512.cpp for why).
+// (see dot_avx512.cpp for why). A wide repacked matrix is stored and multiplied as column panels
+// (tensor/repack.h), their products summed after the region.
 #include "tensor/matmul.h"
 
 #include <algorithm>
@@ -129,11 +130,15 @@ struct alignas(64) Cursor {
     int64_t end = 0;
 };
 
-// One matrix of a call: its rows, where they come from and where their products go.
+// One matrix of a call, or one column panel of it: its rows, where they and their activations come from
+// and where their products go.
 struct Segment {
     const uint8_t* w = nullptr;
     float* y = nullptr;
     int64_t rows = 0;
+    int64_t cols = 0;
+    size_t w_stride = 0;      // bytes per row (of the panel)
+    size_t a_off = 0;         // the panel's first activation byte in a token's row
     int64_t first_chunk = 0;  // concatenated calls: this segment's chunks start here
 };
 
@@ -145,16 +150,16 @@ struct Segment {
 // runs on those rows while they are hot: SwiGLU).
 struct MatmulJob {
     static constexpr int kMaxSegments = 3;
+    static constexpr int kMaxPanels = 8;  // repack.cpp's limit
     const KernelSet* k;
     TileFn tile;
     DType act_type;
-    size_t w_stride;
     int64_t cols, n_tokens;
     const float* x;
     uint8_t* q;  // quantized activations (when act_type != F32)
     const uint8_t* act;
     size_t a_stride;
-    Segment seg[kMaxSegments];
+    Segment seg[kMaxSegments * kMaxPanels];
     int n_seg = 0;
     bool paired = false;
     void (*epilogue)(const MatmulJob&, int64_t r0, int64_t r1) = nullptr;
@@ -186,8 +191,8 @@ struct MatmulJob {
             const int nt = int(std::min(kTokenBlock, n_tokens - t0));
             for (int64_t r = r0; r < r1; r += tile_rows) {
                 const int nr = int(std::min<int64_t>(tile_rows, r1 - r));
-                tile(cols, s.w + size_t(r) * w_stride, w_stride, nr, act + size_t(t0) * a_stride, a_stride, nt,
-                     s.y + t0 * s.rows + r, s.rows);
+                tile(s.cols, s.w + size_t(r) * s.w_stride, s.w_stride, nr, act + s.a_off + size_t(t0) * a_stride, a_stride,
+                     nt, s.y + t0 * s.rows + r, s.rows);
             }
         }
     }
@@ -232,17 +237,38 @@ void run_matmul(std::span<const MatmulOut> outs, const float* x, int64_t n_token
     job.k = &active_kernels();
     job.tile = job.k->tile[int(w0.type)];
     job.act_type = activation_type(w0.type);
-    job.w_stride = row_bytes(w0.type, size_t(w0.cols));
     job.cols = w0.cols;
     job.n_tokens = n_tokens;
     job.x = x;
     job.paired = epilogue != nullptr;
     job.epilogue = epilogue;
-    job.n_seg = int(outs.size());
-    for (int i = 0; i < job.n_seg; ++i) {
-        job.seg[i].w = static_cast<const uint8_t*>(outs[size_t(i)].w.data);
-        job.seg[i].y = outs[size_t(i)].y;
-        job.seg[i].rows = outs[size_t(i)].w.rows;
+    // Each matrix as its column panels (tensor/repack.h; one unless it is wide, and then never paired, see
+    // matmul_swiglu): panel 0's products go to the caller's output, the others' to scratch, summed below.
+    const int n_panels = layout_panels(w0.type, w0.cols);
+    if (n_panels > MatmulJob::kMaxPanels || (job.paired && n_panels > 1))
+        fail("matmul: ", n_panels, " column panels", job.paired ? " in a paired call" : "");
+    thread_local std::vector<float> partials;
+    size_t partial_floats = 0;
+    for (const MatmulOut& o : outs) partial_floats += size_t(n_panels - 1) * size_t(n_tokens) * size_t(o.w.rows);
+    if (partials.size() < partial_floats) partials.resize(partial_floats);
+    job.n_seg = 0;
+    float* scratch = partials.data();
+    for (const MatmulOut& o : outs) {
+        for (int p = 0; p < n_panels; ++p) {
+            const Panel q = layout_panel(w0.type, o.w.rows, w0.cols, p);
+            Segment& sg = job.seg[job.n_seg++];
+            sg.w = static_cast<const uint8_t*>(o.w.data) + q.offset;
+            sg.rows = o.w.rows;
+            sg.cols = q.c1 - q.c0;
+            sg.w_stride = row_bytes(w0.type, size_t(sg.cols));
+            sg.a_off = job.act_type == DType::F32 ? size_t(q.c0) * sizeof(float) : row_bytes(job.act_type, size_t(q.c0));
+            if (p == 0) {
+                sg.y = o.y;
+            } else {
+                sg.y = scratch;
+                scratch += size_t(n_tokens) * size_t(o.w.rows);
+            }
+        }
     }
 
     const int nth = pool ? pool->size() : 1;
@@ -266,7 +292,7 @@ void run_matmul(std::span<const MatmulOut> outs, const float* x, int64_t n_token
     // batches use taller tiles where the kernel streams the rows of a tile one after another.
     const bool stream = n_tokens == 1 || n_tokens <= job.k->stream_tokens[int(w0.type)];
     job.tile_rows = std::max<int64_t>(stream ? kDecodeRows : kTileRows, interleaved_rows(w0.type));
-    const int64_t n_tiles = (total_rows + job.tile_rows - 1) / job.tile_rows;
+    const int64_t n_tiles = (total_rows * n_panels + job.tile_rows - 1) / job.tile_rows;
     // Decode's chunks are finer (32 a thread): the wait for the last one at a region's end fell from
     // 2.5-3.2% of decode's perf samples to 1.6-2.1% (0.5B Q8_0 and Q4_0, Zen 3, BENCHMARKS.md).
     job.tiles_per_chunk = std::max<int64_t>(1, n_tiles / (int64_t(nth) * (n_tokens == 1 ? 32 : 8)));
@@ -291,6 +317,15 @@ void run_matmul(std::span<const MatmulOut> outs, const float* x, int64_t n_token
     }
     if (parallel) pool->run([j = &job](int i, int) { j->run_chunks(i); });
     else job.run_chunks(0);
+    if (n_panels > 1)
+        for (int i = 0; i < job.n_seg; i += n_panels) {
+            float* y = job.seg[i].y;
+            const int64_t n = n_tokens * job.seg[i].rows;
+            for (int p = 1; p < n_panels; ++p) {
+                const float* part = job.seg[i + p].y;
+                for (int64_t e = 0; e < n; ++e) y[e] += part[e];
+            }
+        }
 }
 
 // Paired gate/up: segment 0's rows become silu(gate) * up, in place.
@@ -326,7 +361,7 @@ void matmul_swiglu(const WeightView& gate, const WeightView& up, const float* x,
     if (gate.rows != up.rows || gate.cols != up.cols)
         fail("matmul_swiglu: gate [", gate.rows, ", ", gate.cols, "] and up [", up.rows, ", ", up.cols, "] differ");
     const MatmulOut outs[2] = {{gate, h}, {up, up_out}};
-    if (gate.type == up.type) {
+    if (gate.type == up.type && layout_panels(gate.type, gate.cols) == 1) {
         run_matmul(outs, x, n_tokens, pool, swiglu_rows);
         return;
     }
@@ -337,7 +372,7 @@ void matmul_swiglu(const WeightView& gate, const WeightView& up, const float* x,
 
 void get_row(const WeightView& w, int64_t row, float* out) {
     if (row < 0 || row >= w.rows) fail("get_row: row ", row, " out of range [0, ", w.rows, ")");
-    dequantize_matrix_row(w.type, w.data, row, w.cols, out);
+    dequantize_matrix_row(w.type, w.data, w.rows, row, w.cols, out);
 }
 
 }  // namespace flint

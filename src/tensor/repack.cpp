@@ -188,6 +188,35 @@ int interleaved_rows(DType t) {
     }
 }
 
+namespace {
+// A group's bytes plus the activation row's at most half of a 48 KB L1, in at most kMaxPanels panels. The 0.5B
+// decode's FFN down (896 x 4864) in three panels: 7-10% less time in Q4_0, 4-7% in Q8_0 (in four); two Q4_0
+// panels (a 32 KB limit) measured no better, three Q8_0 ones (40 KB) a little worse (BENCHMARKS.md, Twenty-second
+// session).
+constexpr size_t kPanelBytes = 24 * 1024;
+constexpr int kMaxPanels = 8;
+}  // namespace
+
+int layout_panels(DType t, int64_t cols) {
+    const int g = interleaved_rows(t);
+    const int64_t block = traits(t).block_elems, nb = cols / block;
+    if (g == 1 || nb < 2) return 1;
+    const DType a = detail::activation_type(t);
+    const size_t act = a == DType::F32 ? size_t(cols) * sizeof(float) : row_bytes(a, size_t(cols));
+    const size_t bytes = size_t(g) * row_bytes(t, size_t(cols)) + act;
+    return int(std::min<int64_t>({int64_t((bytes + kPanelBytes - 1) / kPanelBytes), kMaxPanels, nb}));
+}
+
+Panel layout_panel(DType t, int64_t rows, int64_t cols, int p) {
+    const int n = layout_panels(t, cols);
+    const int64_t block = traits(t).block_elems, nb = cols / block;
+    Panel q;
+    q.c0 = nb * p / n * block;
+    q.c1 = nb * (p + 1) / n * block;
+    q.offset = size_t(rows) * row_bytes(t, size_t(q.c0));
+    return q;
+}
+
 void repack_rows(DType from, DType to, void* data, int64_t rows, int64_t cols) {
     const Packer* packer = nullptr;
     for (const Packer& p : kPackers)
@@ -215,24 +244,30 @@ void repack_rows(DType from, DType to, void* data, int64_t rows, int64_t cols) {
     const int n_threads = int(std::clamp<int64_t>(std::min<int64_t>(std::thread::hardware_concurrency(), bytes >> 22), 1, n_groups));
     if (n_threads <= 1) {
         pack_groups(0, n_groups);
-        return;
+    } else {
+        std::vector<std::thread> threads;
+        for (int i = 1; i < n_threads; ++i)
+            threads.emplace_back(pack_groups, n_groups * i / n_threads, n_groups * (i + 1) / n_threads);
+        pack_groups(0, n_groups / n_threads);
+        for (std::thread& t : threads) t.join();
     }
-    std::vector<std::thread> threads;
-    for (int i = 1; i < n_threads; ++i)
-        threads.emplace_back(pack_groups, n_groups * i / n_threads, n_groups * (i + 1) / n_threads);
-    pack_groups(0, n_groups / n_threads);
-    for (std::thread& t : threads) t.join();
+    // A wide matrix, panel by panel: each group's columns [c0, c1) from every group, panel after panel.
+    const int n_panels = layout_panels(to, cols);
+    if (n_panels == 1) return;
+    const std::vector<uint8_t> grouped(base, base + size_t(bytes));
+    for (int p = 0; p < n_panels; ++p) {
+        const Panel q = layout_panel(to, rows, cols, p);
+        const size_t skip = g_rows * row_bytes(to, size_t(q.c0)), len = g_rows * row_bytes(to, size_t(q.c1 - q.c0));
+        for (int64_t g = 0; g < n_groups; ++g)
+            std::memcpy(base + q.offset + size_t(g) * len, grouped.data() + size_t(g) * group_bytes + skip, len);
+    }
 }
 
-void dequantize_matrix_row(DType t, const void* data, int64_t row, int64_t cols, float* out) {
-    const auto* base = static_cast<const uint8_t*>(data);
-    if (interleaved_rows(t) == 1) {
-        dequantize_row_ref(t, base + size_t(row) * row_bytes(t, size_t(cols)), out, cols);
-        return;
-    }
+namespace {
+
+// Row i of one group of a repacked layout, `cols` wide, as f32.
+void dequantize_group_row(DType t, const uint8_t* group, int i, int64_t cols, float* out) {
     const int g_rows = interleaved_rows(t);
-    const int i = int(row % g_rows);
-    const uint8_t* group = base + size_t(row / g_rows) * g_rows * row_bytes(t, size_t(cols));
     if (t == DType::Q4_K_R16) return dequantize_k_row<BlockQ4_KR16, q4kr16_row>(DType::Q4_K, group, i, cols, out);
     if (t == DType::Q6_K_R16) return dequantize_k_row<BlockQ6_KR16, q6kr16_row>(DType::Q6_K, group, i, cols, out);
     if (t == DType::Q5_K_R16) return dequantize_k_row<BlockQ5_KR16, q5kr16_row>(DType::Q5_K, group, i, cols, out);
@@ -278,6 +313,22 @@ void dequantize_matrix_row(DType t, const void* data, int64_t row, int64_t cols,
                 y[QK / 2 + j] = d * float(((q >> 4) | (q5r16_high_bit(blk, i, j + QK / 2) << 4)) - 16);
             }
         }
+    }
+}
+
+}  // namespace
+
+void dequantize_matrix_row(DType t, const void* data, int64_t rows, int64_t row, int64_t cols, float* out) {
+    const auto* base = static_cast<const uint8_t*>(data);
+    const int g_rows = interleaved_rows(t);
+    if (g_rows == 1) {
+        dequantize_row_ref(t, base + size_t(row) * row_bytes(t, size_t(cols)), out, cols);
+        return;
+    }
+    for (int p = 0, n = layout_panels(t, cols); p < n; ++p) {
+        const Panel q = layout_panel(t, rows, cols, p);
+        const size_t group_bytes = g_rows * row_bytes(t, size_t(q.c1 - q.c0));
+        dequantize_group_row(t, base + q.offset + size_t(row / g_rows) * group_bytes, int(row % g_rows), q.c1 - q.c0, out + q.c0);
     }
 }
 

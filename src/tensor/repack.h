@@ -27,11 +27,26 @@ std::optional<DType> repack_target(DType t, int64_t rows, int64_t cols);
 // _R16 or _R8 layout; rows a multiple of interleaved_rows(to)); the bytes used stay the same.
 void repack_rows(DType from, DType to, void* data, int64_t rows, int64_t cols);
 
+// Column panels. A one-token kernel reads a group of interleaved rows against the whole activation row, then
+// the next group against it again; when a group's bytes and the activation row overflow L1, the streaming
+// group evicts the activation before the next group needs it (a 896 x 4864 Q4_0_R16 matrix, 44 KB groups and
+// 6 KB of activations, streamed at 63-67% of a plain read where 4864 x 896 reached 77-83%; BENCHMARKS.md,
+// Twenty-second session). So repack_rows stores a wide matrix as `panels` narrower ones one after another,
+// each [rows, c1 - c0] in the layout's groups, and matmul multiplies them one by one and sums the products
+// ((y0 + y1) + y2 ..., with every token count, so a token's logits do not depend on its batch). Layouts that
+// do not interleave rows keep one panel.
+struct Panel {
+    int64_t c0 = 0, c1 = 0;  // columns [c0, c1)
+    size_t offset = 0;       // the panel's first byte in the matrix
+};
+int layout_panels(DType t, int64_t cols);
+Panel layout_panel(DType t, int64_t rows, int64_t cols, int p);
+
 // Rows the layout t interleaves (kR16Rows for the _R16 layouts, kR8Rows for the _R8 ones, else 1): a matrix's
 // row count is a multiple of it, and kernel tiles start at and span multiples of it.
 int interleaved_rows(DType t);
 
-// Row `row` of a matrix stored in layout t (a file type or an _R16 layout) as f32: out[cols].
-void dequantize_matrix_row(DType t, const void* data, int64_t row, int64_t cols, float* out);
+// Row `row` of a rows x cols matrix stored in layout t (a file type or a repacked layout) as f32: out[cols].
+void dequantize_matrix_row(DType t, const void* data, int64_t rows, int64_t row, int64_t cols, float* out);
 
 }  // namespace flint

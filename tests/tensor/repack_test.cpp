@@ -1,5 +1,6 @@
 // The sixteen-row layouts (tensor/repack.h): repacking keeps every value, the scalar kernel on the repacked
-// bytes gives the file layout's scalar results bit for bit, the SIMD kernels agree with it within the
+// bytes gives the file layout's scalar results bit for bit (a matrix in one column panel; a wider one sums its
+// panels' products), the SIMD kernels agree with it within the
 // format's rounding and give a token the same bits whatever batch it is in, and internal layouts never
 // reach a file.
 #include <algorithm>
@@ -55,18 +56,47 @@ Packed make(Pair p, int64_t rows, int64_t cols, uint32_t seed) {
 }  // namespace
 
 TEST(Repack, EveryRowDequantizesToTheFileRow) {
-    for (Pair p : kPairs) {
-        const int64_t rows = 32, cols = fit(p, 96);
+    for (Pair p : kPairs)
+        for (int64_t c : {int64_t(96), int64_t(4864)}) {  // one column panel, and several (below)
+        const int64_t rows = 32, cols = fit(p, c);
         Packed m = make(p, rows, cols, 1);
         EXPECT_NE(0, std::memcmp(m.file.data(), m.packed.data(), m.file.size())) << "the bytes did move";
         std::vector<float> a(cols), b(cols), c(cols);
         for (int64_t r = 0; r < rows; ++r) {
             dequantize_row_ref(p.file, m.file.data() + size_t(r) * row_bytes(p.file, cols), a.data(), cols);
-            dequantize_matrix_row(p.packed, m.packed.data(), r, cols, b.data());
+            dequantize_matrix_row(p.packed, m.packed.data(), rows, r, cols, b.data());
             get_row(WeightView{p.packed, m.packed.data(), rows, cols}, r, c.data());
             ASSERT_EQ(0, std::memcmp(a.data(), b.data(), sizeof(float) * cols)) << dtype_name(p.packed) << " row " << r;
             ASSERT_EQ(0, std::memcmp(a.data(), c.data(), sizeof(float) * cols)) << dtype_name(p.packed) << " row " << r;
         }
+        }
+}
+
+// A wide matrix is stored as column panels, each a narrower matrix in the layout's groups, one after another.
+TEST(Repack, WideMatricesAreStoredInColumnPanels) {
+    EXPECT_EQ(1, layout_panels(DType::Q4_0_R16, 896));   // 16 x 504 bytes + 1120 of activations
+    EXPECT_EQ(3, layout_panels(DType::Q4_0_R16, 4864));  // 16 x 2736 + 6080: FFN down of Qwen2.5-Coder-0.5B
+    EXPECT_EQ(4, layout_panels(DType::Q8_0_R16, 4864));  // 16 x 5168 + 6080
+    EXPECT_EQ(1, layout_panels(DType::Q4_0, 1 << 20));   // the file's layout: one row at a time, no panels
+    EXPECT_EQ(1, layout_panels(DType::F32, 1 << 20));
+    for (DType t : {DType::Q4_0_R16, DType::Q8_0_R16, DType::Q4_K_R16, DType::Q6_K_R8}) {
+        const int64_t rows = 48, cols = 256 * 38;  // 9728
+        const int n = layout_panels(t, cols);
+        ASSERT_GT(n, 1) << dtype_name(t);
+        ASSERT_LE(n, 8) << dtype_name(t);
+        int64_t c = 0;
+        size_t offset = 0;
+        for (int p = 0; p < n; ++p) {  // panels tile the columns in whole blocks, each right after the last
+            const Panel q = layout_panel(t, rows, cols, p);
+            EXPECT_EQ(c, q.c0);
+            EXPECT_EQ(offset, q.offset);
+            EXPECT_GT(q.c1, q.c0);
+            EXPECT_EQ(0, q.c0 % traits(t).block_elems);
+            c = q.c1;
+            offset += size_t(rows) * row_bytes(t, size_t(q.c1 - q.c0));
+        }
+        EXPECT_EQ(cols, c) << dtype_name(t);
+        EXPECT_EQ(size_t(rows) * row_bytes(t, size_t(cols)), offset) << dtype_name(t);
     }
 }
 
@@ -100,7 +130,7 @@ TEST(Repack, EveryIsaMatchesTheScalarReference) {
                 // Tolerance: the kernels differ only in the order of f32 additions, so relative to sum |terms|.
                 std::vector<float> wr(cols);
                 for (int64_t r = 0; r < rows; ++r) {
-                    dequantize_matrix_row(p.packed, m.packed.data(), r, cols, wr.data());
+                    dequantize_matrix_row(p.packed, m.packed.data(), rows, r, cols, wr.data());
                     for (int64_t t = 0; t < n; ++t)
                         for (int64_t c = 0; c < cols; ++c) mag[t * rows + r] += std::fabs(wr[c] * x[t * cols + c]);
                 }
@@ -125,7 +155,8 @@ TEST(Repack, ATokenGetsTheSameBitsInAnyBatch) {
     for (Isa isa : available_isas()) {
         set_isa(isa);
         for (Pair p : kPairs)
-            for (int64_t c : {int64_t(96), int64_t(896)}) {  // 3 and 28 blocks: the decode kernels' odd tail too
+            // 3 and 28 blocks (the decode kernels' odd tail too), and a wide matrix in column panels.
+            for (int64_t c : {int64_t(96), int64_t(896), int64_t(4864)}) {
                 const int64_t rows = 5 * interleaved_rows(p.packed), cols = fit(p, c);  // as above
                 Packed m = make(p, rows, cols, 6);
                 const WeightView wv{p.packed, m.packed.data(), rows, cols};

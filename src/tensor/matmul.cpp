@@ -361,12 +361,16 @@ void matmul_swiglu(const WeightView& gate, const WeightView& up, const float* x,
     if (gate.rows != up.rows || gate.cols != up.cols)
         fail("matmul_swiglu: gate [", gate.rows, ", ", gate.cols, "] and up [", up.rows, ", ", up.cols, "] differ");
     const MatmulOut outs[2] = {{gate, h}, {up, up_out}};
-    if (gate.type == up.type && layout_panels(gate.type, gate.cols) == 1) {
+    // A batch: paired chunks, SwiGLU on each chunk's rows while they are hot. One token (decode): gate's and
+    // up's rows concatenated, so each thread streams one matrix, and SwiGLU after the region on this thread
+    // (4864 values, ~1 µs). Paired chunks make a thread alternate between two weight streams every 32 KB;
+    // a 0.5B decode step was 4-6% slower with them (BENCHMARKS.md, Twenty-second session). Wide matrices
+    // (column panels) are never paired.
+    if (gate.type == up.type && n_tokens > 1 && layout_panels(gate.type, gate.cols) == 1) {
         run_matmul(outs, x, n_tokens, pool, swiglu_rows);
         return;
     }
-    matmul(gate, x, n_tokens, h, pool);
-    matmul(up, x, n_tokens, up_out, pool);
+    matmul_many(outs, x, n_tokens, pool);
     active_kernels().silu_mul(h, up_out, n_tokens * gate.rows);
 }
 

@@ -37,8 +37,9 @@ struct MatmulOut {
 void matmul_many(std::span<const MatmulOut> outs, const float* x, int64_t n_tokens, ThreadPool* pool);
 
 // The SwiGLU feed-forward's first half: h[t, r] = silu(gate · x)[t, r] * (up · x)[t, r], with up's product
-// left in up_out ([n_tokens][rows] each). gate and up must have the same shape. Same type: one region,
-// the rows of gate and up computed together and combined while hot; otherwise two matmuls and a pass.
+// left in up_out ([n_tokens][rows] each). gate and up must have the same shape. Same type: one region (a
+// batch: the rows of gate and up computed together and combined while hot; one token: each thread streams
+// one of the matrices, combined after the region); otherwise two regions and a pass.
 void matmul_swiglu(const WeightView& gate, const WeightView& up, const float* x, int64_t n_tokens, float* h,
                    float* up_out, ThreadPool* pool);
 

@@ -13,6 +13,7 @@
 #include "gguf/gguf_writer.h"
 #include "tensor/repack.h"
 #include "tensor/thread_pool.h"
+#include "tensor/vec.h"
 #include "tensor_test_util.h"
 #include "util/error.h"
 
@@ -171,6 +172,37 @@ TEST(Repack, ATokenGetsTheSameBitsInAnyBatch) {
                     }
                 }
             }
+    }
+}
+
+// Wide matrices (column panels) through the fused calls: matmul_many and matmul_swiglu give the bits of
+// separate matmul calls (plus silu_mul), for one token and a batch.
+TEST(Repack, WideMatricesInFusedCallsEqualSeparateCalls) {
+    IsaGuard guard;
+    ThreadPool pool(2);
+    for (Isa isa : available_isas()) {
+        set_isa(isa);
+        for (Pair p : kPairs) {
+            const int64_t rows = 2 * interleaved_rows(p.packed), cols = fit(p, 4864);
+            ASSERT_GT(layout_panels(p.packed, cols), 1) << dtype_name(p.packed);
+            Packed a = make(p, rows, cols, 8), b = make(p, rows, cols, 9);
+            const WeightView A{p.packed, a.packed.data(), rows, cols}, B{p.packed, b.packed.data(), rows, cols};
+            for (int64_t n : {1, 5}) {
+                const auto x = random_floats(size_t(n * cols), 10 + uint32_t(n));
+                std::vector<float> ya(size_t(n * rows)), yb(ya.size()), h(ya.size()), u(ya.size());
+                matmul(A, x.data(), n, ya.data(), &pool);
+                matmul(B, x.data(), n, yb.data(), &pool);
+                const std::string at = std::string(isa_name(isa)) + " " + std::string(dtype_name(p.packed)) + " n " + std::to_string(n);
+                const MatmulOut outs[2] = {{A, h.data()}, {B, u.data()}};
+                matmul_many(outs, x.data(), n, &pool);
+                EXPECT_EQ(ya, h) << at;
+                EXPECT_EQ(yb, u) << at;
+                silu_mul(ya.data(), yb.data(), n * rows);
+                matmul_swiglu(A, B, x.data(), n, h.data(), u.data(), &pool);
+                EXPECT_EQ(ya, h) << at;
+                EXPECT_EQ(yb, u) << at;
+            }
+        }
     }
 }
 

@@ -131,26 +131,49 @@ void group_rt(int64_t nb, const typename W::Block* wb, const uint8_t* a, size_t 
 // One token against a Q4_0_R16 tile (decode). The high nibbles are not shifted down: v & 0xF0 is 16 x the
 // level, so their four VPDPBUSD sum 16 x their dot, exactly (|sum| < 16 x 240 x 128, far inside int32), and
 // one arithmetic shift of that sum replaces group_rt's four per block.
-// The same int32 dot as group_rt's, so the same logits in any batch. Zen 5 host, alternating builds: a
-// 20 MB (L3) Q4_0 matrix, one thread, 41 -> 47-51 GB/s; the 0.5B Q4_0 decode 68-72% -> 72-80% of the probe
-// (BENCHMARKS.md, Twentieth session).
+// Two blocks a step, their four dependency chains interleaved: one block's two chains of four VPDPBUSD left
+// the core waiting on latency; each register of weights is loaded once, not once per mask (GCC folds the
+// load into both VPANDDs otherwise). The blocks still reach the accumulator one after the other, in order.
+// Zen 5, one thread, a cache-resident 1024x896 matrix: 58-60 -> 82-84 GB/s; in a DRAM-bound decode the gain
+// is small: a 0.5B Q4_0 decode step 1.4-2.1% shorter, the two kernels switched repetition by repetition in one
+// process (53 of 80 pairs faster; BENCHMARKS.md, Twenty-second session, which also says why it was reverted
+// once in the twenty-first).
+// The same int32 dots and the same FMA order as group_rt's, so the same logits in any batch.
+struct Q4Dots {
+    __m512i lo, hi;
+};
+inline Q4Dots q4_block_start(const BlockQ8_0S& a) { return {Q4R16::init(a), _mm512_setzero_si512()}; }
+inline void q4_block_quad(Q4Dots& d, __m512i v, const BlockQ8_0S& a, int k) {
+    d.lo = dpbusd_quad(d.lo, _mm512_and_si512(v, _mm512_set1_epi8(0x0f)), a.qs, k);
+    d.hi = dpbusd_quad(d.hi, _mm512_and_si512(v, _mm512_set1_epi8(int8_t(0xf0))), a.qs, k + 4);
+}
+inline __m512 q4_block_finish(const Q4Dots& d, const BlockQ4_0R16& w, const BlockQ8_0S& a, __m512 acc) {
+    const __m512i isum = _mm512_add_epi32(d.lo, _mm512_srai_epi32(d.hi, 4));
+    const __m512 s = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.d)));
+    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(s, _mm512_set1_ps(a.d)), acc);
+}
+
 void decode_tile_q4r16(int64_t nb, const uint8_t* w, size_t gs, int ng, const uint8_t* a, float* y) {
     const auto* at = reinterpret_cast<const BlockQ8_0S*>(a);
-    const __m512i m_lo = _mm512_set1_epi8(0x0f), m_hi = _mm512_set1_epi8(int8_t(0xf0));
     for (int g = 0; g < ng; ++g) {
         const auto* wb = reinterpret_cast<const BlockQ4_0R16*>(w + size_t(g) * gs);
         __m512 acc = _mm512_setzero_ps();
-        for (int64_t b = 0; b < nb; ++b) {
-            const BlockQ8_0S& ab = at[b];
-            __m512i lo = Q4R16::init(ab), hi = _mm512_setzero_si512();
+        int64_t b = 0;
+        for (; b + 2 <= nb; b += 2) {
+            Q4Dots d0 = q4_block_start(at[b]), d1 = q4_block_start(at[b + 1]);
             for (int k = 0; k < 4; ++k) {
-                const __m512i v = _mm512_loadu_si512(wb[b].qs + 64 * k);
-                lo = dpbusd_quad(lo, _mm512_and_si512(v, m_lo), ab.qs, k);
-                hi = dpbusd_quad(hi, _mm512_and_si512(v, m_hi), ab.qs, k + 4);
+                __m512i v0 = _mm512_loadu_si512(wb[b].qs + 64 * k), v1 = _mm512_loadu_si512(wb[b + 1].qs + 64 * k);
+                asm("" : "+v"(v0), "+v"(v1));  // in registers: one load each
+                q4_block_quad(d0, v0, at[b], k);
+                q4_block_quad(d1, v1, at[b + 1], k);
             }
-            const __m512i isum = _mm512_add_epi32(lo, _mm512_srai_epi32(hi, 4));
-            const __m512 s = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb[b].d)));
-            acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(s, _mm512_set1_ps(ab.d)), acc);
+            acc = q4_block_finish(d0, wb[b], at[b], acc);
+            acc = q4_block_finish(d1, wb[b + 1], at[b + 1], acc);
+        }
+        if (b < nb) {
+            Q4Dots d = q4_block_start(at[b]);
+            for (int k = 0; k < 4; ++k) q4_block_quad(d, _mm512_loadu_si512(wb[b].qs + 64 * k), at[b], k);
+            acc = q4_block_finish(d, wb[b], at[b], acc);
         }
         _mm512_storeu_ps(y + kR16Rows * g, acc);
     }

@@ -199,8 +199,9 @@ constexpr int kMaxPanels = 8;
 
 int layout_panels(DType t, int64_t cols) {
     const int g = interleaved_rows(t);
+    if (g == 1) return 1;  // first: every matmul call asks, and most layouts do not interleave
     const int64_t block = traits(t).block_elems, nb = cols / block;
-    if (g == 1 || nb < 2) return 1;
+    if (nb < 2) return 1;
     const DType a = detail::activation_type(t);
     const size_t act = a == DType::F32 ? size_t(cols) * sizeof(float) : row_bytes(a, size_t(cols));
     const size_t bytes = size_t(g) * row_bytes(t, size_t(cols)) + act;

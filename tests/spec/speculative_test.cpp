@@ -2,6 +2,7 @@
 // when sampling. Drafts that were rejected leave no trace in the KV.
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -195,9 +196,15 @@ TEST(Speculative, VerifiesDraftsInTheSameBatchAsPlainDecodes) {
     Runtime rt(l.model, l.tok, c);
     std::mutex mu;
     std::vector<std::vector<uint64_t>> steps;
+    // The engine holds after each step until every request is queued: on a loaded machine (ctest -j2 beside
+    // a build) the submitting thread lost its core once while the plain request ran all its 80 steps alone.
+    std::atomic<bool> all_submitted{false};
     rt.on_step = [&](const std::vector<uint64_t>& ids) {
-        std::lock_guard lk(mu);
-        steps.push_back(ids);
+        {
+            std::lock_guard lk(mu);
+            steps.push_back(ids);
+        }
+        while (!all_submitted.load()) std::this_thread::sleep_for(std::chrono::microseconds(50));
     };
     std::vector<GenerationRequest> reqs;
     for (const auto& t : texts) reqs.push_back(greedy_request(l.tok->encode(t, true, false), 80));
@@ -211,6 +218,7 @@ TEST(Speculative, VerifiesDraftsInTheSameBatchAsPlainDecodes) {
         ws.push_back(std::make_unique<Waiter>());
         ids.push_back(rt.submit(r, ws.back()->callback()));
     }
+    all_submitted = true;
     std::vector<Event> done;
     for (size_t i = 0; i < reqs.size(); ++i) {
         done.push_back(ws[i]->wait());

@@ -18,6 +18,7 @@
 #include "tensor/quant.h"
 #include "tensor/repack.h"
 #include "tensor/thread_pool.h"
+#include "tensor/vec.h"
 #include "util/error.h"
 
 namespace flint {
@@ -326,15 +327,10 @@ void run_matmul(std::span<const MatmulOut> outs, const float* x, int64_t n_token
     }
     if (parallel) pool->run([j = &job](int i, int) { j->run_chunks(i); });
     else job.run_chunks(0);
+    // (y0 + y1) + y2 ...: axpy with a = 1 adds exactly as a plain sum does, vectorized.
     if (n_panels > 1)
-        for (int i = 0; i < job.n_seg; i += n_panels) {
-            float* y = job.seg[i].y;
-            const int64_t n = n_tokens * job.seg[i].rows;
-            for (int p = 1; p < n_panels; ++p) {
-                const float* part = job.seg[i + p].y;
-                for (int64_t e = 0; e < n; ++e) y[e] += part[e];
-            }
-        }
+        for (int i = 0; i < job.n_seg; i += n_panels)
+            for (int p = 1; p < n_panels; ++p) axpy_f32(1.0f, job.seg[i + p].y, job.seg[i].y, n_tokens * job.seg[i].rows);
 }
 
 // Paired gate/up: segment 0's rows become silu(gate) * up, in place.

@@ -49,6 +49,16 @@ int agreement(const std::shared_ptr<Model>& ref, const std::shared_ptr<Model>& q
     return same;
 }
 
+// The tiny qwen2 shape with 256-wide rows (a K-quant block), 4 heads over 2 KV heads, and an FFN n_ff wide.
+ModelShape small_qwen2_shape(uint32_t n_ff) {
+    ModelShape shape = *find_model_shape("tiny");
+    shape.n_embd = 256;
+    shape.n_ff = n_ff;
+    shape.n_heads = 4;
+    shape.n_kv_heads = 2;
+    return shape;
+}
+
 }  // namespace
 
 TEST(QuantizedGreedy, Stories260KStaysCloseToF32) {
@@ -164,11 +174,7 @@ TEST(QuantizedGreedy, EightRowLayoutsGiveTheFileLayoutsLogits) {
 // themselves are checked against the scalar ones, input for input, in tests/tensor/repack_test.cpp.
 TEST(QuantizedGreedy, RepackedKQuantModelsGiveTheFileLayoutsLogits) {
     FLINT_REQUIRE_SHARED("tokenizers/qwen2/vocab.json");
-    ModelShape shape = *find_model_shape("tiny");
-    shape.n_embd = 256;
-    shape.n_ff = 512;
-    shape.n_heads = 4;
-    shape.n_kv_heads = 2;
+    const ModelShape shape = small_qwen2_shape(512);
     const Isa best = active_isa();
     for (auto [type, packed_type] : {std::pair{DType::Q4_K, DType::Q4_K_R16}, std::pair{DType::Q5_K, DType::Q5_K_R16},
                                      std::pair{DType::Q6_K, DType::Q6_K_R16}}) {
@@ -228,11 +234,7 @@ TEST(QuantizedGreedy, RepackedKQuantModelsGiveTheFileLayoutsLogits) {
 // and agrees with the file's layout within the kernels' rounding, with the same greedy continuation.
 TEST(QuantizedGreedy, WideMatricesInColumnPanels) {
     FLINT_REQUIRE_SHARED("tokenizers/qwen2/vocab.json");
-    ModelShape shape = *find_model_shape("tiny");
-    shape.n_embd = 256;
-    shape.n_ff = 2560;
-    shape.n_heads = 4;
-    shape.n_kv_heads = 2;
+    const ModelShape shape = small_qwen2_shape(2560);
     for (DType type : {DType::Q4_0, DType::Q8_0}) {
         const std::string out = ::testing::TempDir() + "/wide-ffn-" + std::string(dtype_name(type)) + ".gguf";
         write_random_model({.shape = shape, .type = type, .seed = 5, .threads = 2}, out);

@@ -58,8 +58,9 @@ Packed make(Pair p, int64_t rows, int64_t cols, uint32_t seed) {
 
 TEST(Repack, EveryRowDequantizesToTheFileRow) {
     for (Pair p : kPairs)
-        for (int64_t c : {int64_t(96), int64_t(4864)}) {  // one column panel, and several (below)
-        const int64_t rows = 32, cols = fit(p, c);
+        for (int64_t c : {int64_t(96), int64_t(4864), int64_t(0)}) {  // one column panel, and several (below)
+        // 0: 4864 wide and 13 groups of sixteen rows, so the in-place move into panels follows long cycles.
+        const int64_t rows = c == 0 ? 208 : 32, cols = fit(p, c == 0 ? 4864 : c);
         Packed m = make(p, rows, cols, 1);
         EXPECT_NE(0, std::memcmp(m.file.data(), m.packed.data(), m.file.size())) << "the bytes did move";
         std::vector<float> a(cols), b(cols), c(cols);

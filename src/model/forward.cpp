@@ -44,10 +44,6 @@ void add_bias(float* x, const float* b, int64_t T, int n) {
         for (int i = 0; i < n; ++i) x[t * n + i] += b[i];
 }
 
-void add_inplace(float* x, const float* y, int64_t count) {
-    for (int64_t i = 0; i < count; ++i) x[i] += y[i];
-}
-
 // k16: kv_dim halves of scratch (an f16 cache's key row is converted in one vector call, a Q8_0 cache's
 // quantized into it, then scattered).
 void store_kv(KVCache& kv, int layer, std::span<const int32_t> blocks, int pos, const float* k, const float* v,
@@ -245,7 +241,7 @@ int64_t forward(const Model& m, std::span<const SeqBatch> batch, KVCache& kv, Fo
         matmul(L.wo, s.att.data(), T, s.xb.data(), pool);
         emit("attn_out", l, s.xb.data(), dim);
         clock.mark(Stage::OutProj);
-        add_inplace(s.x.data(), s.xb.data(), T * dim);
+        axpy_f32(1.0f, s.xb.data(), s.x.data(), T * dim);  // x += xb, the same bits as a plain sum
         emit("ffn_inp", l, s.x.data(), dim);
         clock.mark(Stage::Residual);
 
@@ -257,7 +253,7 @@ int64_t forward(const Model& m, std::span<const SeqBatch> batch, KVCache& kv, Fo
         matmul(L.w_down, s.hb.data(), T, s.xb.data(), pool);
         emit("ffn_out", l, s.xb.data(), dim);
         clock.mark(Stage::FfnDown);
-        add_inplace(s.x.data(), s.xb.data(), T * dim);
+        axpy_f32(1.0f, s.xb.data(), s.x.data(), T * dim);  // x += xb, the same bits as a plain sum
         emit("l_out", l, s.x.data(), dim);
         clock.mark(Stage::Residual);
     }

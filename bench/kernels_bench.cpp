@@ -124,6 +124,46 @@ void BM_Matmul(benchmark::State& state) {
     set_isa(best_isa());
 }
 
+// One-token calls on matrices fresh from DRAM, as a decode step meets each layer's: every call takes the next
+// of many copies (256 MB in all, beyond any cache), and each is paired with a plain read, also cold, of
+// another copy the same size. range: 0 = type index, 1 = rows, 2 = cols (two threads, best ISA).
+// GB/s against rows shows each region's fixed cost (a 0.5 MB Q/K/V-sized call streams far slower than a 5 MB
+// gate/up call); read_GB/s shows how much of it any walk of the same sizes pays; bw% is the kernel's share.
+void BM_MatmulCold(benchmark::State& state) {
+    const DType t = kTypes[state.range(0)];
+    const int64_t rows = state.range(1), cols = state.range(2);
+    const size_t one = row_bytes(t, size_t(cols)) * size_t(rows);
+    const int copies = int(std::max<size_t>(4, (size_t(256) << 20) / one));
+    std::vector<Weights> ws;
+    for (int i = 0; i < copies; ++i) ws.push_back(make_weights(t, rows, cols, uint32_t(i)));
+    const auto x = make_acts(cols);
+    std::vector<float> y(static_cast<size_t>(rows));
+    std::vector<double> ratio;
+    double mm_s = 0, read_s = 0;
+    int next = 0;
+    for (auto _ : state) {
+        const Weights& w = ws[size_t(next)];
+        const Weights& r = ws[size_t(next + 1) % ws.size()];
+        next = (next + 2) % copies;
+        const auto t0 = std::chrono::steady_clock::now();
+        matmul(w.view, x.data(), 1, y.data(), &pool());
+        const double mm = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        benchmark::DoNotOptimize(y.data());
+        const double rd = stream_read_seconds(&pool(), r.bytes.data(), r.bytes.size());
+        state.SetIterationTime(mm);
+        ratio.push_back(rd / mm);
+        mm_s += mm;
+        read_s += rd;
+    }
+    std::sort(ratio.begin(), ratio.end());
+    const double iters = double(state.iterations());
+    state.counters["GB/s"] = double(one) * iters / mm_s / 1e9;
+    state.counters["read_GB/s"] = double(one) * iters / read_s / 1e9;
+    state.counters["bw%"] = 100 * ratio[ratio.size() / 2];
+    state.counters["MB"] = double(one) / 1e6;
+    state.SetLabel(std::string(dtype_name(ws[0].view.type)));
+}
+
 // One thread, rates per CPU-second (Google Benchmark's default clock is the thread's CPU time):
 // what a core can do when it has the CPU, which the shared build machine rarely grants in full.
 // range: as BM_Matmul (threads ignored).
@@ -400,6 +440,15 @@ void prefill_args(benchmark::internal::Benchmark* b) {
         for (int isa = 1; isa <= 2; ++isa) b->Args({type_index(t), 896, 4864, 512, isa, kThreads});
 }
 
+void cold_args(benchmark::internal::Benchmark* b) {
+    // The 0.5B layer's calls as one region each: K or V alone, Q/K/V together, O, FFN down, gate/up together;
+    // and 2048 rows for the curve.
+    for (DType t : {DType::Q8_0, DType::Q4_0})
+        for (auto [r, c] : {std::pair{128, 896}, std::pair{896, 896}, std::pair{1152, 896}, std::pair{2048, 896},
+                            std::pair{896, 4864}, std::pair{4864, 896}, std::pair{9728, 896}})
+            b->Args({type_index(t), r, c});
+}
+
 void cpu_args(benchmark::internal::Benchmark* b) {
     // Decode on a cached (2048 rows) and a DRAM-sized (40000 rows) matrix, and prefill.
     for (DType t : kTypes)
@@ -442,6 +491,7 @@ BENCHMARK(BM_SampleVerifyRows)->DenseRange(0, 1)->Unit(benchmark::kMicrosecond)-
 BENCHMARK(BM_Attention)->ArgsProduct({{7, 63}, {1544}, {0, 1, 2}, {1, 2}})->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Stories260KStep)->UseRealTime();
 BENCHMARK(BM_Matmul)->Name("Decode")->Apply(decode_args)->Unit(benchmark::kMicrosecond)->UseManualTime();
+BENCHMARK(BM_MatmulCold)->Name("DecodeCold")->Apply(cold_args)->Unit(benchmark::kMicrosecond)->UseManualTime();
 BENCHMARK(BM_Matmul)->Name("Prefill512")->Apply(prefill_args)->Unit(benchmark::kMillisecond)->UseManualTime();
 BENCHMARK(BM_Matmul)->Name("Small")->Apply(small_args)->Unit(benchmark::kMicrosecond)->UseManualTime();
 BENCHMARK(BM_ReadCpu)->Name("Cpu1T/read")->Unit(benchmark::kMicrosecond);

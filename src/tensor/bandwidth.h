@@ -9,8 +9,8 @@ namespace flint {
 class ThreadPool;
 
 // Streams a `bytes` buffer (allocated and touched once here, on huge pages like the weights: see
-// util/huge_pages.h) with every thread of `pool` reading its own contiguous slice, `passes` times, and
-// returns the best pass in GB/s (1e9 bytes/s).
+// util/huge_pages.h) with every thread of `pool` reading, `passes` times, and returns the best pass in GB/s
+// (1e9 bytes/s). Balanced: a thread that finishes its share reads what is left of the others'.
 // `pool` may be null (one thread). Compare matmul's achieved bytes/s against it.
 double measure_read_bandwidth_gbs(ThreadPool* pool, size_t bytes = size_t(1) << 30, int passes = 5);
 
@@ -25,8 +25,8 @@ private:
     HugeBuffer buf_;
 };
 
-// One multi-threaded streaming pass over `data` (each thread reads a contiguous slice); returns the
-// seconds it took. For comparing a kernel against a plain read of the very same bytes, interleaved,
+// One multi-threaded streaming pass over `data` (each thread starts on its own contiguous slice, then helps
+// the others in chunks of up to 1 MB); returns the seconds it took. For comparing a kernel against a plain read of the very same bytes, interleaved,
 // so both see the same machine state (other load, caches).
 double stream_read_seconds(ThreadPool* pool, const void* data, size_t bytes);
 

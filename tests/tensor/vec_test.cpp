@@ -1,5 +1,7 @@
 // Vector kernels: every instruction set against the scalar reference, lengths 0..100 (tails included).
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -152,6 +154,25 @@ TEST(Vec, ArgmaxIsTheFirstMaximumOnEveryIsa) {
         x[0] = 1.0f;
         x[10] = std::nanf("");
         EXPECT_EQ(argmax_f32(x.data(), 100), 40) << isa_name(isa);
+    }
+}
+
+// The balanced pass reads in chunks and lets a thread take the rest of another's share: every size, including
+// ones that leave a short last chunk or fewer chunks than threads, stays inside the buffer. Each buffer ends
+// right at a page mapped PROT_NONE, so a read past its end faults and the test dies.
+TEST(Bandwidth, BalancedPassStaysInsideOddSizes) {
+    const size_t page = size_t(sysconf(_SC_PAGESIZE));
+    for (int threads : {1, 2, 3}) {
+        ThreadPool pool(threads);
+        for (size_t bytes : {size_t(0), size_t(8), size_t(16 << 10) + 8, size_t(3 << 20) + 24, size_t(5 << 20) - 8}) {
+            const size_t body = (bytes + page - 1) / page * page;
+            void* map = mmap(nullptr, body + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            ASSERT_NE(map, MAP_FAILED);
+            ASSERT_EQ(0, mprotect(static_cast<char*>(map) + body, page, PROT_NONE));
+            const char* data = static_cast<char*>(map) + (body - bytes);  // 8-byte aligned: bytes is a multiple of 8
+            EXPECT_GE(stream_read_seconds(&pool, data, bytes), 0.0) << threads << " threads, " << bytes << " bytes";
+            munmap(map, body + page);
+        }
     }
 }
 

@@ -36,7 +36,7 @@ uint64_t g_sink;
 
 // Each thread starts on its own contiguous share and, when done, takes what is left of the others' in chunks
 // of at most 1 MB (the matmuls balance their work the same way). With two fixed halves the pass waited for
-// the slower vCPU: on the Zen 5 guest a balanced pass over 1 GiB read 3-14% faster than the halves in
+// the slower vCPU: on the Zen 5 guest a balanced pass over 1 GiB read 3-17% faster than the halves in
 // the same minutes (BENCHMARKS.md, Twenty-third session), and large Q8_0 matmuls "beat" the old probe.
 double stream_read_seconds(ThreadPool* pool, const void* data, size_t bytes) {
     const auto* p = static_cast<const uint64_t*>(data);

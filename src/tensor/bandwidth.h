@@ -26,8 +26,8 @@ private:
 };
 
 // One multi-threaded streaming pass over `data` (each thread starts on its own contiguous slice, then helps
-// the others in chunks of up to 1 MB); returns the seconds it took. For comparing a kernel against a plain read of the very same bytes, interleaved,
-// so both see the same machine state (other load, caches).
+// the others in chunks of up to 1 MB); returns the seconds it took. For comparing a kernel against a plain
+// read of the very same bytes, interleaved, so both see the same machine state (other load, caches).
 double stream_read_seconds(ThreadPool* pool, const void* data, size_t bytes);
 
 }  // namespace flint

@@ -14,6 +14,7 @@
 #include "test_paths.h"
 
 using namespace flint;
+using flint::test::max_abs_diff;
 using flint::test::read_f32_file;
 using flint::test::read_token_file;
 using flint::test::Runner;
@@ -22,12 +23,6 @@ using flint::test::shared_path;
 namespace {
 
 constexpr float kTol = 1e-4f;
-
-float max_abs_diff(const float* a, const float* b, size_t n) {
-    float m = 0;
-    for (size_t i = 0; i < n; ++i) m = std::max(m, std::fabs(a[i] - b[i]));
-    return m;
-}
 
 void expect_golden(const std::string& model_rel, const std::string& tokens_rel, const std::string& logits_rel,
                    int threads, bool one_at_a_time, Residency residency = Residency::HugePages) {

@@ -1,5 +1,7 @@
 // Helpers shared by the model tests: reading golden files, running a prompt through the forward pass.
 #pragma once
+#include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -11,6 +13,19 @@
 #include "tensor/thread_pool.h"
 
 namespace flint::test {
+
+// The largest |a[i] - b[i]| over n values, and the largest |a[i]| (the scale a tolerance is relative to).
+inline float max_abs_diff(const float* a, const float* b, size_t n) {
+    float m = 0;
+    for (size_t i = 0; i < n; ++i) m = std::max(m, std::fabs(a[i] - b[i]));
+    return m;
+}
+inline float max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) { return max_abs_diff(a.data(), b.data(), a.size()); }
+inline float max_abs(const std::vector<float>& a) {
+    float m = 0;
+    for (float v : a) m = std::max(m, std::fabs(v));
+    return m;
+}
 
 inline std::vector<int32_t> read_token_file(const std::string& path) {
     std::ifstream in(path);

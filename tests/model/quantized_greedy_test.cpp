@@ -118,8 +118,7 @@ TEST(QuantizedGreedy, RepackedWeightsGiveTheFileLayoutsLogits) {
         Runner a(mapped, 128), b(packed, 128);
         auto la = a.run(p, 0, Logits::All), lb = b.run(p, 0, Logits::All);
         ASSERT_EQ(la.size(), lb.size());
-        float worst = 0;
-        for (size_t i = 0; i < la.size(); ++i) worst = std::max(worst, std::fabs(la[i] - lb[i]));
+        const float worst = max_abs_diff(la, lb);
         std::printf("stories260K %s: repacked vs file layout, max |logit difference| %.2e\n",
                     std::string(dtype_name(type)).c_str(), worst);
         EXPECT_LT(worst, 1e-3f) << dtype_name(type);
@@ -150,8 +149,7 @@ TEST(QuantizedGreedy, EightRowLayoutsGiveTheFileLayoutsLogits) {
         auto tok = Tokenizer::from_gguf(*mapped->file);
         auto p = tok->encode("Once upon a time, there was a little girl named Lily.", true, false);
         auto la = Runner(mapped, 128).run(p, 0, Logits::All), lb = Runner(packed, 128).run(p, 0, Logits::All);
-        float worst = 0;
-        for (size_t i = 0; i < la.size(); ++i) worst = std::max(worst, std::fabs(la[i] - lb[i]));
+        const float worst = max_abs_diff(la, lb);
         std::printf("stories260K %s: eight-row layout vs file layout (AVX2), max |logit difference| %.2e\n",
                     std::string(dtype_name(type)).c_str(), worst);
         EXPECT_LT(worst, 1e-3f) << dtype_name(type);
@@ -191,11 +189,7 @@ TEST(QuantizedGreedy, RepackedKQuantModelsGiveTheFileLayoutsLogits) {
             EXPECT_EQ(packed->weights.layers[0].w_up.type, packed_type);
             auto la = logits(mapped), lb = logits(packed);
             ASSERT_EQ(la.size(), lb.size());
-            float worst = 0, mag = 0;
-            for (size_t i = 0; i < la.size(); ++i) {
-                worst = std::max(worst, std::fabs(la[i] - lb[i]));
-                mag = std::max(mag, std::fabs(la[i]));
-            }
+            const float worst = max_abs_diff(la, lb), mag = max_abs(la);
             std::printf("random 256-wide qwen2 %s: repacked vs file layout (AVX-512), max |logit difference| %.2e (max |logit| %.2f)\n",
                         std::string(dtype_name(type)).c_str(), worst, mag);
             EXPECT_LT(worst, 0.05f * (mag + 1)) << dtype_name(type);
@@ -209,8 +203,7 @@ TEST(QuantizedGreedy, RepackedKQuantModelsGiveTheFileLayoutsLogits) {
             EXPECT_EQ(packed8->weights.layers[0].w_up.type,
                       type == DType::Q4_K ? DType::Q4_K_R8 : type == DType::Q5_K ? DType::Q5_K_R8 : DType::Q6_K_R8);
             auto la = logits(mapped), lb = logits(packed8);
-            float worst = 0;
-            for (size_t i = 0; i < la.size(); ++i) worst = std::max(worst, std::fabs(la[i] - lb[i]));
+            const float worst = max_abs_diff(la, lb);
             std::printf("random 256-wide qwen2 %s: eight-row layout vs file layout (AVX2), max |logit difference| %.2e\n",
                         std::string(dtype_name(type)).c_str(), worst);
             EXPECT_LT(worst, 0.05f) << dtype_name(type);
@@ -253,11 +246,7 @@ TEST(QuantizedGreedy, WideMatricesInColumnPanels) {
             ASSERT_EQ(0, std::memcmp(one.data(), all.data() + i * V, sizeof(float) * V)) << dtype_name(type) << " token " << i;
         }
         const auto file = Runner(mapped, 64, DType::F32, 2).run(p, 0, Logits::All);
-        float worst = 0, mag = 0;
-        for (size_t i = 0; i < all.size(); ++i) {
-            worst = std::max(worst, std::fabs(all[i] - file[i]));
-            mag = std::max(mag, std::fabs(file[i]));
-        }
+        const float worst = max_abs_diff(all, file), mag = max_abs(file);
         std::printf("random qwen2, FFN 2560, %s: panels vs file layout, max |logit difference| %.2e (max |logit| %.2f)\n",
                     std::string(dtype_name(type)).c_str(), worst, mag);
         EXPECT_LT(worst, 1e-3f * (mag + 1)) << dtype_name(type);

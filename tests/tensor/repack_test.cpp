@@ -57,20 +57,21 @@ Packed make(Pair p, int64_t rows, int64_t cols, uint32_t seed) {
 }  // namespace
 
 TEST(Repack, EveryRowDequantizesToTheFileRow) {
+    // One column panel; several (below); several with 13 groups of sixteen rows, so the in-place move into
+    // panels follows long cycles.
     for (Pair p : kPairs)
-        for (int64_t c : {int64_t(96), int64_t(4864), int64_t(0)}) {  // one column panel, and several (below)
-        // 0: 4864 wide and 13 groups of sixteen rows, so the in-place move into panels follows long cycles.
-        const int64_t rows = c == 0 ? 208 : 32, cols = fit(p, c == 0 ? 4864 : c);
-        Packed m = make(p, rows, cols, 1);
-        EXPECT_NE(0, std::memcmp(m.file.data(), m.packed.data(), m.file.size())) << "the bytes did move";
-        std::vector<float> a(cols), b(cols), c(cols);
-        for (int64_t r = 0; r < rows; ++r) {
-            dequantize_row_ref(p.file, m.file.data() + size_t(r) * row_bytes(p.file, cols), a.data(), cols);
-            dequantize_matrix_row(p.packed, m.packed.data(), rows, r, cols, b.data());
-            get_row(WeightView{p.packed, m.packed.data(), rows, cols}, r, c.data());
-            ASSERT_EQ(0, std::memcmp(a.data(), b.data(), sizeof(float) * cols)) << dtype_name(p.packed) << " row " << r;
-            ASSERT_EQ(0, std::memcmp(a.data(), c.data(), sizeof(float) * cols)) << dtype_name(p.packed) << " row " << r;
-        }
+        for (auto [rows, width] : {std::pair<int64_t, int64_t>{32, 96}, {32, 4864}, {208, 4864}}) {
+            const int64_t cols = fit(p, width);
+            Packed m = make(p, rows, cols, 1);
+            EXPECT_NE(0, std::memcmp(m.file.data(), m.packed.data(), m.file.size())) << "the bytes did move";
+            std::vector<float> a(cols), b(cols), c(cols);
+            for (int64_t r = 0; r < rows; ++r) {
+                dequantize_row_ref(p.file, m.file.data() + size_t(r) * row_bytes(p.file, cols), a.data(), cols);
+                dequantize_matrix_row(p.packed, m.packed.data(), rows, r, cols, b.data());
+                get_row(WeightView{p.packed, m.packed.data(), rows, cols}, r, c.data());
+                ASSERT_EQ(0, std::memcmp(a.data(), b.data(), sizeof(float) * cols)) << dtype_name(p.packed) << " row " << r;
+                ASSERT_EQ(0, std::memcmp(a.data(), c.data(), sizeof(float) * cols)) << dtype_name(p.packed) << " row " << r;
+            }
         }
 }
 

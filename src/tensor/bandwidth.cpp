@@ -9,6 +9,7 @@
 #include <memory>
 #include <vector>
 
+#include "tensor/shares.h"
 #include "tensor/thread_pool.h"
 #include "util/huge_pages.h"
 
@@ -45,24 +46,15 @@ double stream_read_seconds(ThreadPool* pool, const void* data, size_t bytes) {
     constexpr size_t kMinChunk = size_t(16) << 10 >> 3, kMaxChunk = size_t(1) << 20 >> 3;  // in words
     const size_t chunk = std::clamp(n / (size_t(nth) * 32), kMinChunk, kMaxChunk);
     const size_t n_chunks = (n + chunk - 1) / chunk;
-    struct alignas(64) Share {
-        std::atomic<size_t> next{0};
-        size_t end = 0;
-    };
     std::vector<Share> shares(static_cast<size_t>(nth));
-    for (int i = 0; i < nth; ++i) {
-        shares[size_t(i)].next.store(n_chunks * size_t(i) / size_t(nth), std::memory_order_relaxed);
-        shares[size_t(i)].end = n_chunks * size_t(i + 1) / size_t(nth);
-    }
+    split_shares(shares.data(), nth, int64_t(n_chunks));
     uint64_t sink[64] = {};
     const auto t0 = std::chrono::steady_clock::now();
     auto read = [&](int i, int) {
         uint64_t sum = 0;
-        for (int k = 0; k < nth; ++k) {
-            Share& sh = shares[size_t((i + k) % nth)];
-            for (size_t c; (c = sh.next.fetch_add(1, std::memory_order_relaxed)) < sh.end;)
-                sum += sum_slice(p + c * chunk, std::min(chunk, n - c * chunk));
-        }
+        claim_shares(shares.data(), nth, i, [&](int64_t c) {
+            sum += sum_slice(p + size_t(c) * chunk, std::min(chunk, n - size_t(c) * chunk));
+        });
         sink[i % 64] += sum;
     };
     if (pool) pool->run(read);

@@ -17,6 +17,7 @@
 #include "tensor/kernels.h"
 #include "tensor/quant.h"
 #include "tensor/repack.h"
+#include "tensor/shares.h"
 #include "tensor/thread_pool.h"
 #include "tensor/vec.h"
 #include "util/error.h"
@@ -123,15 +124,6 @@ std::vector<uint8_t>& act_scratch() {
 
 }  // namespace
 
-// A thread's share of a call's chunks, [next, end), on a cache line of its own: the owner claims from the
-// front; a thread done with its own share claims from the others' (a worker that lost its core does not
-// stall the call). One shared counter made every claim move a cache line between the cores: 1.4% of a
-// decode step in the lock xadd (perf), and interleaved the threads' rows in memory.
-struct alignas(64) Cursor {
-    std::atomic<int64_t> next{0};
-    int64_t end = 0;
-};
-
 // One matrix of a call, or one column panel of it: its rows, where they and their activations come from
 // and where their products go.
 // No initializers: a call sets every field of the segments it uses (it has room for 24).
@@ -167,7 +159,7 @@ struct MatmulJob {
     bool paired = false;
     void (*epilogue)(const MatmulJob&, int64_t r0, int64_t r1) = nullptr;
     int64_t tile_rows, tiles_per_chunk, n_chunks;
-    Cursor* cursors = nullptr;  // one per thread (n_threads)
+    Share* shares = nullptr;  // the chunks' shares, one per thread (n_threads; tensor/shares.h)
     int n_threads = 1;
 
     void quantize_tokens(int64_t t0, int64_t t1) const {
@@ -202,10 +194,7 @@ struct MatmulJob {
 
     // Thread `self` claims chunks from its own share, then from the others', until none are left.
     void run_chunks(int self) {
-        for (int k = 0; k < n_threads; ++k) {
-            Cursor& cur = cursors[(self + k) % n_threads];
-            for (int64_t c; (c = cur.next.fetch_add(1, std::memory_order_relaxed)) < cur.end;) run_chunk(c);
-        }
+        claim_shares(shares, n_threads, self, [this](int64_t c) { run_chunk(c); });
     }
 
     void run_chunk(int64_t c) const {
@@ -318,13 +307,10 @@ void run_matmul(std::span<const MatmulOut> outs, const float* x, int64_t n_token
     }
     // Contiguous shares: each thread streams its own stretch of memory.
     job.n_threads = parallel ? nth : 1;
-    thread_local std::vector<Cursor> cursors;
-    if (cursors.size() < size_t(job.n_threads)) cursors = std::vector<Cursor>(size_t(job.n_threads));
-    job.cursors = cursors.data();
-    for (int i = 0; i < job.n_threads; ++i) {
-        job.cursors[i].next.store(job.n_chunks * i / job.n_threads, std::memory_order_relaxed);
-        job.cursors[i].end = job.n_chunks * (i + 1) / job.n_threads;
-    }
+    thread_local std::vector<Share> shares;
+    if (shares.size() < size_t(job.n_threads)) shares = std::vector<Share>(size_t(job.n_threads));
+    job.shares = shares.data();
+    split_shares(job.shares, job.n_threads, job.n_chunks);
     if (parallel) pool->run([j = &job](int i, int) { j->run_chunks(i); });
     else job.run_chunks(0);
     // (y0 + y1) + y2 ...: axpy with a = 1 adds exactly as a plain sum does, vectorized.

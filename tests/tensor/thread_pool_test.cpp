@@ -1,10 +1,12 @@
 // ThreadPool: barrier semantics, many back-to-back runs, sleeping workers, thread-count independence.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <thread>
 
 #include "tensor/matmul.h"
+#include "tensor/shares.h"
 #include "tensor/thread_pool.h"
 #include "tensor_test_util.h"
 
@@ -97,6 +99,35 @@ TEST(ThreadPool, MatmulResultsIdenticalFor1To4Threads) {
                 std::vector<float> y(size_t(rows * k));
                 matmul(w, x.data(), k, y.data(), &pool);
                 for (size_t i = 0; i < y.size(); ++i) ASSERT_EQ(y[i], one[i]) << dtype_name(t) << " threads " << n;
+            }
+        }
+    }
+}
+
+TEST(Shares, AThreadAloneTakesItsOwnShareThenTheOthersInTurn) {
+    // 10 items, 3 shares: [0, 3), [3, 6), [6, 10). Thread 1 alone: its own, then share 2's, then share 0's.
+    std::vector<Share> shares(3);
+    split_shares(shares.data(), 3, 10);
+    std::vector<int64_t> order;
+    claim_shares(shares.data(), 3, 1, [&](int64_t c) { order.push_back(c); });
+    EXPECT_EQ(order, (std::vector<int64_t>{3, 4, 5, 6, 7, 8, 9, 0, 1, 2}));
+    // Nothing is left for anyone else.
+    claim_shares(shares.data(), 3, 0, [&](int64_t c) { ADD_FAILURE() << "item " << c << " claimed twice"; });
+}
+
+TEST(Shares, EveryItemGoesToExactlyOneThread) {
+    for (int nth = 1; nth <= 4; ++nth) {
+        ThreadPool pool(nth);
+        std::vector<Share> shares(static_cast<size_t>(nth));
+        for (int64_t n : {0, 1, 3, 7, 64, 1001}) {
+            for (int rep = 0; rep < 50; ++rep) {
+                std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+                split_shares(shares.data(), nth, n);
+                pool.run([&](int i, int) {
+                    claim_shares(shares.data(), nth, i, [&](int64_t c) { hits[static_cast<size_t>(c)].fetch_add(1); });
+                });
+                for (int64_t c = 0; c < n; ++c)
+                    ASSERT_EQ(hits[static_cast<size_t>(c)].load(), 1) << "item " << c << " of " << n << ", " << nth << " threads";
             }
         }
     }

@@ -68,7 +68,7 @@ inline __m512 value16(const BlockQ8_0* row, int64_t e) {
 }
 
 // Software prefetch of the next span while this one is scored (decode at a long context: 24 layers x 16,000
-// positions took 27% / 21% / 15% less time with an f16 / f32 / Q8_0 cache, BENCHMARKS.md). A span's four
+// positions took 14-27% less time with an f16, Q8_0 or f32 cache in two runs, BENCHMARKS.md). A span's four
 // blocks lie a whole block of every layer apart (kv/kv_cache.h: 192 KB for the 0.5B's f16 cache), and a
 // head's value rows are half of each row, so the hardware prefetcher does not run ahead of the loads; the
 // first quad of queries requests the next span's lines a few at a time, as its own loads go: a key

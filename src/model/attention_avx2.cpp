@@ -10,6 +10,7 @@
 #include "model/attention.h"
 #include "tensor/exp_simd.h"
 #include "tensor/hsum_avx2.h"
+#include "tensor/prefetch.h"
 #include "tensor/quant.h"
 
 namespace flint::detail {
@@ -53,23 +54,20 @@ void dequantize_q8_block(const KVCache& kv, int32_t b, int layer, int64_t off, i
 // Software prefetch of a block's keys and value rows for one KV head (dimensions off .. off + hd). A span's
 // blocks lie a whole block of every layer apart (kv/kv_cache.h) and a head's value rows are part of each
 // row, so the hardware prefetcher does not run ahead of a long context's reads (at 16,000 positions the
-// requests took 6-15% off this kernel's time, 14-27% off the AVX-512 one's: BENCHMARKS.md). Inline asm:
-// GCC 12 dropped __builtin_prefetch from the AVX-512 kernel's key loops.
-inline void prefetch_bytes(const void* p, int bytes) {
-    for (int o = 0; o < bytes; o += 64) asm volatile("prefetcht0 %0" : : "m"(static_cast<const char*>(p)[o]));
-}
+// requests took 6-15% off this kernel's time, 14-27% off the AVX-512 one's: BENCHMARKS.md).
 template <typename T, int bs, int hd>
 void prefetch_block(const KVCache& kv, int32_t b, int layer, int64_t off) {
     if constexpr (std::is_same_v<T, int8_t>) {
-        prefetch_bytes(kv.k(b, layer) + off * bs, hd * bs);
-        prefetch_bytes(kv.k_scales(b, layer) + (off / QK) * bs, static_cast<int>(((off + hd - 1) / QK - off / QK + 1) * bs * 2));
+        const int groups = static_cast<int>((off + hd - 1) / QK - off / QK + 1);  // 32-element blocks the head spans
+        prefetch_lines(kv.k(b, layer) + off * bs, hd * bs);
+        prefetch_lines(kv.k_scales(b, layer) + (off / QK) * bs, groups * bs * static_cast<int>(sizeof(uint16_t)));
         for (int j = 0; j < bs; ++j)
-            prefetch_bytes(kv.v(b, layer) + static_cast<size_t>(j) * kv.row_bytes() + (off / QK) * sizeof(BlockQ8_0),
-                           static_cast<int>(((off + hd - 1) / QK - off / QK + 1) * sizeof(BlockQ8_0)));
+            prefetch_lines(kv.v(b, layer) + static_cast<size_t>(j) * kv.row_bytes() + (off / QK) * sizeof(BlockQ8_0),
+                           groups * static_cast<int>(sizeof(BlockQ8_0)));
     } else {
-        prefetch_bytes(reinterpret_cast<const T*>(kv.k(b, layer)) + off * bs, hd * bs * static_cast<int>(sizeof(T)));
+        prefetch_lines(reinterpret_cast<const T*>(kv.k(b, layer)) + off * bs, hd * bs * static_cast<int>(sizeof(T)));
         for (int j = 0; j < bs; ++j)
-            prefetch_bytes(reinterpret_cast<const T*>(kv.v(b, layer)) + off + int64_t(j) * kv.config().kv_dim, hd * static_cast<int>(sizeof(T)));
+            prefetch_lines(reinterpret_cast<const T*>(kv.v(b, layer)) + off + int64_t(j) * kv.config().kv_dim, hd * static_cast<int>(sizeof(T)));
     }
 }
 

@@ -16,6 +16,7 @@
 #include "kv/kv_cache.h"
 #include "model/attention.h"
 #include "tensor/exp_simd.h"
+#include "tensor/prefetch.h"
 #include "tensor/quant.h"
 
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -73,9 +74,7 @@ inline __m512 value16(const BlockQ8_0* row, int64_t e) {
 // head's value rows are half of each row, so the hardware prefetcher does not run ahead of the loads; the
 // first quad of queries requests the next span's lines a few at a time, as its own loads go: a key
 // register's line for every line of keys it loads, a value row's lines with each value row.
-// As an asm statement: GCC 12 dropped __builtin_prefetch / _mm_prefetch from the key loops of a first version
-// (checked in the assembly) while keeping the value loops' ones.
-inline void prefetch_line(const void* p) { asm volatile("prefetcht0 %0" : : "m"(*static_cast<const char*>(p))); }
+// The requests are tensor/prefetch.h's prefetch_line (an asm statement, see there).
 // Dimension d's keys in registers [r0, r1) (16 positions each), when d starts a cache line of them.
 template <typename T>
 inline void prefetch_keys(const SpanView<T>* next, int d, int r0 = 0, int r1 = kRegs) {
@@ -100,7 +99,7 @@ inline void prefetch_values(const SpanView<T>* next, int j) {
         p = reinterpret_cast<const char*>(next->vt[j]);
         bytes = hd * static_cast<int>(sizeof(T));
     }
-    for (int o = 0; o < bytes; o += 64) prefetch_line(p + o);
+    prefetch_lines(p, bytes);
 }
 
 // Block bi of the next span, all its keys and value rows (a converting pass requests a block's lines with

@@ -9,6 +9,10 @@
 // 2 tokens 1343 -> 834 us, 4 tokens 1299 -> 970, 8 tokens 2843 -> 1723, 17 tokens 4130 -> 3714. For one
 // token it depends on the core: slower with either request on Zen 4 (AVX-512 kernels), faster on Zen 3
 // (AVX2 kernels): each kernel file says which it does.
+//
+// prefetch_line / prefetch_lines: one request into L1 for a line or a range (the attention kernels' next
+// span). An asm statement: GCC 12 dropped __builtin_prefetch / _mm_prefetch from the AVX-512 attention
+// kernel's key loops (checked in the assembly) while keeping the value loops' ones.
 #pragma once
 #include <cstddef>
 
@@ -25,6 +29,12 @@ inline void prefetch_stream(const void* p, size_t bytes) {
         __builtin_prefetch(c + kPrefetchBytes + off, 0, 3);
         __builtin_prefetch(c + kFarPrefetchBytes + off, 0, 1);
     }
+}
+
+inline void prefetch_line(const void* p) { asm volatile("prefetcht0 %0" : : "m"(*static_cast<const char*>(p))); }
+// Every 64-byte line of [p, p + bytes).
+inline void prefetch_lines(const void* p, int bytes) {
+    for (int o = 0; o < bytes; o += 64) prefetch_line(static_cast<const char*>(p) + o);
 }
 
 }  // namespace flint::detail

@@ -149,7 +149,8 @@ void bench(const BenchOptions& o) {
     if (o.json) {
         nlohmann::json j = {{"model", m.config.name},          {"arch", m.config.arch},
                             {"weights_bytes", m.weights.matrix_bytes}, {"threads", threads},
-                            {"isa", isa_name(active_isa())},   {"n_prompt", o.n_prompt},
+                            {"isa", isa_name(active_isa())},   {"decode_prefetch", decode_prefetch()},
+                            {"n_prompt", o.n_prompt},
                             {"n_gen", o.n_gen},                {"depth", o.depth},
                             {"reps", o.reps},
                             {"pp_tok_s", {{"mean", sp.mean}, {"stddev", sp.stddev}, {"median", sp.median}}},
@@ -172,11 +173,11 @@ void bench(const BenchOptions& o) {
     const std::string at = o.depth > 0 ? " @ d" + std::to_string(o.depth) : "";
     if (o.n_prompt > 0)
         std::printf("| %s | %.1f MiB | %d | %s | pp%d%s | %.2f ± %.2f | %.2f |\n", m.config.name.c_str(),
-                    m.weights.matrix_bytes / 1048576.0, threads, isa_name(active_isa()), o.n_prompt, at.c_str(), sp.mean,
+                    m.weights.matrix_bytes / 1048576.0, threads, kernels_label().c_str(), o.n_prompt, at.c_str(), sp.mean,
                     sp.stddev, sp.median);
     if (o.n_gen > 0)
         std::printf("| %s | %.1f MiB | %d | %s | tg%d%s | %.2f ± %.2f | %.2f |\n", m.config.name.c_str(),
-                    m.weights.matrix_bytes / 1048576.0, threads, isa_name(active_isa()), o.n_gen, at.c_str(), sg.mean,
+                    m.weights.matrix_bytes / 1048576.0, threads, kernels_label().c_str(), o.n_gen, at.c_str(), sg.mean,
                     sg.stddev, sg.median);
     if (!stage_us.empty()) {
         double total = 0;

@@ -22,6 +22,10 @@ void add_model_options(CLI::App& cmd, ModelOptions& o) {
         ->check(CLI::IsMember({"none", "linear", "yarn"}));
     cmd.add_option("--rope-scale", o.rope_scale, "Context extension factor for --rope-scaling")->check(CLI::Range(1.0, 1024.0));
     cmd.add_option("--yarn-orig-ctx", o.yarn_orig_ctx, "YaRN: original training context (default: the model's)");
+    cmd.add_option("--decode-prefetch", o.decode_prefetch,
+                   "AVX-512 decode kernels prefetch their weight stream in software: auto (on for Intel CPUs, off "
+                   "for AMD, where the hardware prefetcher alone is faster), on, off")
+        ->check(CLI::IsMember({"auto", "on", "off"}));
     cmd.add_flag("--mmap", o.mmap,
                  "Map the weights from the file (zero-copy, shared page cache) instead of reading them onto 2 MiB "
                  "pages; decode is slower that way on machines where TLB misses are costly");
@@ -44,6 +48,12 @@ void apply_rope_overrides(const ModelOptions& o, Model& m) {
         r.orig_ctx = o.yarn_orig_ctx > 0 ? o.yarn_orig_ctx : m.config.ctx_train;
         r.ext_factor = 1.0f;
     }
+}
+
+std::string kernels_label() {
+    std::string s = isa_name(active_isa());
+    if (active_isa() == Isa::AVX512 && decode_prefetch()) s += "+prefetch";
+    return s;
 }
 
 MemoryUse memory_use() {
@@ -70,6 +80,9 @@ LoadedModel load_model(const ModelOptions& o, bool progress) {
     if (o.isa == "scalar") set_isa(Isa::Scalar);
     else if (o.isa == "avx2") set_isa(Isa::AVX2);
     else if (o.isa == "avx512") set_isa(Isa::AVX512);
+    set_decode_prefetch(o.decode_prefetch == "on"    ? DecodePrefetch::On
+                        : o.decode_prefetch == "off" ? DecodePrefetch::Off
+                                                     : DecodePrefetch::Auto);
     LoadedModel lm;
     const std::string path = o.model.empty() ? default_model_path() : o.model;
     auto t0 = std::chrono::steady_clock::now();
@@ -92,7 +105,7 @@ LoadedModel load_model(const ModelOptions& o, bool progress) {
     if (progress)
         std::fprintf(stderr, "flint: %s\nflint: %.1f MiB of weights, ctx %d, KV %s, %d thread%s, kernels %s, loaded in %.2f s\n",
                      describe(c).c_str(), lm.model->weights.matrix_bytes / 1048576.0, lm.ctx, o.kv_type.c_str(), threads,
-                     threads == 1 ? "" : "s", isa_name(active_isa()), lm.load_seconds);
+                     threads == 1 ? "" : "s", kernels_label().c_str(), lm.load_seconds);
     if (progress) {
         const MappedFile& m = lm.model->file->mapping();
         if (m.residency() == Residency::Map) std::fprintf(stderr, "flint: weights mapped from the file (4 KiB pages)\n");

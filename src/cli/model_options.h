@@ -21,7 +21,12 @@ struct ModelOptions {
     float rope_scale = 0;     // context extension factor for linear / yarn
     int yarn_orig_ctx = 0;    // YaRN: the context the model was trained with (default: the file's)
     bool mmap = false;        // map the weights from the file instead of reading them onto huge pages
+    std::string decode_prefetch = "auto";  // AVX-512 one-token weight prefetch: auto, on, off (matmul.h)
 };
+
+// The kernel path in use as the stats lines name it: "avx512", or "avx512+prefetch" with the one-token
+// weight prefetch (matmul.h DecodePrefetch).
+std::string kernels_label();
 
 // Applies --rope-scaling/--rope-scale/--yarn-orig-ctx to a loaded model's config.
 void apply_rope_overrides(const ModelOptions& o, Model& m);

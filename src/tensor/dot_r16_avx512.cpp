@@ -83,17 +83,21 @@ inline __m512i dpbusd_quad(__m512i acc, __m512i w, const int8_t* qs, int k) {
     return acc;
 }
 
-// Software prefetch of the weight stream (tensor/prefetch.h) from two tokens a pass in the 32-element
-// layouts: one token streams fastest on the hardware prefetcher alone there (whole 0.5B Q8_0 step, 17.7 ->
-// 16.1 ms without a near-only prefetch, measured earlier; the two-distance one is no better there; Q4_0's
-// decode on the Zen 5 host no better with it either, BENCHMARKS.md). The Q4_K/Q5_K kernel prefetches for
-// every pass, one token too (see group_q45k). Not in the Q6_K kernel: it does
-// more work per byte, and at 17 tokens (three passes, the later ones partly from L3) the requests cost
-// more than they saved (kernels_bench Cpu1TLayouts: 5.3-5.4 -> 5.8-5.9 ms; 1.1-1.4x better at 4-8).
-constexpr int kPrefetchFrom = 2;
+// Software prefetch of the weight stream (tensor/prefetch.h). From two tokens a pass always. For one token
+// it depends on the core, so there are two tables (set_r16_decode_prefetch; matmul.cpp picks one by vendor,
+// matmul.h DecodePrefetch): on AMD one token streams
+// fastest on the hardware prefetcher alone (Zen 4: whole 0.5B Q8_0 step 17.7 -> 16.1 ms without a near-only
+// prefetch; Zen 5: Q4_0 decode no better with the two-distance one), while on Intel (Emerald Rapids, KVM)
+// it is what lets one core keep enough misses in flight: 0.5B decode, binaries alternated in one run,
+// Q4_0 65-73 -> 95-97 tok/s, Q8_0 47-53 -> 50-55 (BENCHMARKS.md, Twenty-sixth session).
+// The Q4_K/Q5_K kernel prefetches for every pass, one token too (see group_q45k). Not in the Q6_K kernel:
+// it does more work per byte, and at 17 tokens (three passes, the later ones partly from L3) the requests
+// cost more than they saved (kernels_bench Cpu1TLayouts: 5.3-5.4 -> 5.8-5.9 ms; 1.1-1.4x better at 4-8).
+template <int T, bool OneToken>
+constexpr bool kPrefetchPass = T >= 2 || OneToken;
 
 // One group of sixteen rows against T tokens: y[t * ldy + i] for row i.
-template <typename W, int T>
+template <typename W, int T, bool PfOne>
 void group_rt(int64_t nb, const typename W::Block* wb, const uint8_t* a, size_t as, float* y, int64_t ldy) {
     using B = typename W::Block;
     const BlockQ8_0S* at[T];
@@ -101,7 +105,7 @@ void group_rt(int64_t nb, const typename W::Block* wb, const uint8_t* a, size_t 
     __m512 acc[T];
     for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
-        if constexpr (T >= kPrefetchFrom) prefetch_stream(wb + b, sizeof(B));
+        if constexpr (kPrefetchPass<T, PfOne>) prefetch_stream(wb + b, sizeof(B));
         __m512i w[8];
         W::load(wb[b], w);
         const __m512 s = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb[b].d)));
@@ -138,6 +142,7 @@ void group_rt(int64_t nb, const typename W::Block* wb, const uint8_t* a, size_t 
 // is small: a 0.5B Q4_0 decode step 1.4-2.1% shorter, the two kernels switched repetition by repetition in one
 // process (53 of 80 pairs faster; BENCHMARKS.md, Twenty-second session, which also says why it was reverted
 // once in the twenty-first).
+// PfOne: the weight stream prefetched two blocks at a time (on Intel, see kPrefetchPass).
 // The same int32 dots and the same FMA order as group_rt's, so the same logits in any batch.
 struct Q4Dots {
     __m512i lo, hi;
@@ -153,6 +158,7 @@ inline __m512 q4_block_finish(const Q4Dots& d, const BlockQ4_0R16& w, const Bloc
     return _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(s, _mm512_set1_ps(a.d)), acc);
 }
 
+template <bool PfOne>
 void decode_tile_q4r16(int64_t nb, const uint8_t* w, size_t gs, int ng, const uint8_t* a, float* y) {
     const auto* at = reinterpret_cast<const BlockQ8_0S*>(a);
     for (int g = 0; g < ng; ++g) {
@@ -160,6 +166,7 @@ void decode_tile_q4r16(int64_t nb, const uint8_t* w, size_t gs, int ng, const ui
         __m512 acc = _mm512_setzero_ps();
         int64_t b = 0;
         for (; b + 2 <= nb; b += 2) {
+            if constexpr (PfOne) prefetch_stream(wb + b, 2 * sizeof(BlockQ4_0R16));
             Q4Dots d0 = q4_block_start(at[b]), d1 = q4_block_start(at[b + 1]);
             for (int k = 0; k < 4; ++k) {
                 __m512i v0 = _mm512_loadu_si512(wb[b].qs + 64 * k), v1 = _mm512_loadu_si512(wb[b + 1].qs + 64 * k);
@@ -329,11 +336,11 @@ void group_q6k(int64_t nb, const BlockQ6_KR16* wb, const uint8_t* a, size_t as, 
 }
 
 // The 32-element layouts' group kernel, and the K-quants', as tile_groups wants them.
-template <typename W>
+template <typename W, bool PfOne>
 struct R16 {
     template <int T>
     struct K {
-        static constexpr auto run = group_rt<W, T>;
+        static constexpr auto run = group_rt<W, T, PfOne>;
     };
 };
 
@@ -351,12 +358,26 @@ struct Q6K {
 
 constexpr int id(DType t) { return static_cast<int>(t); }
 
+// The 32-element layouts' kernels with the one-token prefetch (kPrefetchPass) or without.
+template <bool PfOne>
+void fill_r16_32(KernelSet& k) {
+    k.tile[id(DType::Q8_0_R16)] = tile_groups<kR16Rows, BlockQ8_0R16, R16<Q8R16, PfOne>::template K, kMaxTokens, QK>;
+    k.tile[id(DType::Q4_0_R16)] =
+        tile_groups<kR16Rows, BlockQ4_0R16, R16<Q4R16, PfOne>::template K, kMaxTokens, QK, decode_tile_q4r16<PfOne>>;
+    k.tile[id(DType::Q5_0_R16)] = tile_groups<kR16Rows, BlockQ5_0R16, R16<Q5R16, PfOne>::template K, kMaxTokens, QK>;
+}
+
 }  // namespace
 
+void set_r16_decode_prefetch(KernelSet& k, bool on) {
+    if (on)
+        fill_r16_32<true>(k);
+    else
+        fill_r16_32<false>(k);
+}
+
 void fill_avx512_r16(KernelSet& k) {
-    k.tile[id(DType::Q8_0_R16)] = tile_groups<kR16Rows, BlockQ8_0R16, R16<Q8R16>::K, kMaxTokens, QK>;
-    k.tile[id(DType::Q4_0_R16)] = tile_groups<kR16Rows, BlockQ4_0R16, R16<Q4R16>::K, kMaxTokens, QK, decode_tile_q4r16>;
-    k.tile[id(DType::Q5_0_R16)] = tile_groups<kR16Rows, BlockQ5_0R16, R16<Q5R16>::K, kMaxTokens, QK>;
+    set_r16_decode_prefetch(k, false);
     k.tile[id(DType::Q4_K_R16)] = tile_groups<kR16Rows, BlockQ4_KR16, Q45K<Q4KR16>::K, kMaxTokensK, QK_K>;
     k.tile[id(DType::Q5_K_R16)] = tile_groups<kR16Rows, BlockQ5_KR16, Q45K<Q5KR16>::K, kMaxTokensK, QK_K>;
     k.tile[id(DType::Q6_K_R16)] = tile_groups<kR16Rows, BlockQ6_KR16, Q6K, kMaxTokensK, QK_K>;

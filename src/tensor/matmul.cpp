@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstddef>
 #include <utility>
 #include <vector>
 
@@ -27,9 +28,14 @@ namespace detail {
 namespace {
 
 struct Tables {
-    KernelSet sets[3];  // indexed by Isa
+    // Indexed by Isa; [3] is the AVX-512 table with the one-token weight prefetch (matmul.h DecodePrefetch).
+    KernelSet sets[4];
     Isa best = Isa::Scalar;
+    bool prefetch_auto = false;  // the vendor's choice
+    std::atomic<bool> prefetch{false};
     std::atomic<const KernelSet*> active{nullptr};
+
+    const KernelSet* table(Isa isa) const { return &sets[isa == Isa::AVX512 && prefetch.load() ? 3 : int(isa)]; }
 
     Tables() {
         fill_scalar(sets[0]);
@@ -49,10 +55,15 @@ struct Tables {
         }
         if (avx512) {
             fill_avx512(sets[2]);
+            sets[3] = sets[2];
+            set_r16_decode_prefetch(sets[3], true);
             best = Isa::AVX512;
         }
+        // One core streams the weights fast enough on AMD's hardware prefetcher alone, not on Intel's.
+        prefetch_auto = __builtin_cpu_is("intel");
 #endif
-        active.store(&sets[int(best)]);
+        prefetch.store(prefetch_auto);
+        active.store(table(best));
     }
 };
 
@@ -82,7 +93,7 @@ using namespace detail;
 
 Isa active_isa() {
     Tables& t = tables();
-    return Isa(t.active.load() - &t.sets[0]);
+    return Isa(std::min<ptrdiff_t>(t.active.load() - &t.sets[0], int(Isa::AVX512)));
 }
 
 Isa best_isa() { return tables().best; }
@@ -90,8 +101,17 @@ Isa best_isa() { return tables().best; }
 void set_isa(Isa isa) {
     Tables& t = tables();
     if (int(isa) > int(t.best)) fail("this CPU does not support ", isa_name(isa), " (best is ", isa_name(t.best), ")");
-    t.active.store(&t.sets[int(isa)]);
+    t.active.store(t.table(isa));
 }
+
+void set_decode_prefetch(DecodePrefetch p) {
+    Tables& t = tables();
+    const Isa isa = active_isa();
+    t.prefetch.store(p == DecodePrefetch::Auto ? t.prefetch_auto : p == DecodePrefetch::On);
+    t.active.store(t.table(isa));
+}
+
+bool decode_prefetch() { return tables().prefetch.load(); }
 
 const char* isa_name(Isa isa) {
     switch (isa) {

@@ -52,4 +52,12 @@ Isa best_isa();                // the best this CPU supports
 void set_isa(Isa isa);         // tests and benchmarks force a path; throws if the CPU lacks it
 const char* isa_name(Isa isa);
 
+// Whether the AVX-512 kernels for the sixteen-row layouts prefetch their weight stream in software when
+// they multiply a single token (decode). It pays on some cores and costs on others, so Auto decides by the
+// CPU's vendor: on for Intel, off for AMD (measured both ways; BENCHMARKS.md, Twenty-sixth session).
+// Benchmarks force it to compare the two on one machine; results are the same bits either way.
+enum class DecodePrefetch { Auto, On, Off };
+void set_decode_prefetch(DecodePrefetch p);
+bool decode_prefetch();  // whether the AVX-512 path prefetches for one token now (whatever the active ISA)
+
 }  // namespace flint

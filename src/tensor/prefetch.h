@@ -8,7 +8,8 @@
 // Measured (flint_kernels_bench Cpu1TFew, one thread, Q8_0 40000x896, AVX-512, two alternating rounds):
 // 2 tokens 1343 -> 834 us, 4 tokens 1299 -> 970, 8 tokens 2843 -> 1723, 17 tokens 4130 -> 3714. For one
 // token it depends on the core: slower with either request on Zen 4 (AVX-512 kernels), faster on Zen 3
-// (AVX2 kernels): each kernel file says which it does.
+// (AVX2 kernels) and much faster on Intel Emerald Rapids (AVX-512 kernels, where it is chosen per vendor):
+// each kernel file says which it does.
 //
 // prefetch_line / prefetch_lines: one request into L1 for a line or a range (the attention kernels' next
 // span). An asm statement: GCC 12 dropped __builtin_prefetch / _mm_prefetch from the AVX-512 attention

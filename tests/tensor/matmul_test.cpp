@@ -262,6 +262,37 @@ TEST(Isa, SetIsaRejectsWhatTheCpuLacksAndRestores) {
     }
 }
 
+// The one-token weight prefetch is a choice of table for AVX-512 only: forcing it keeps the instruction set,
+// an instruction set chosen later keeps it, and Auto goes back to the vendor's choice (on for Intel).
+TEST(Isa, DecodePrefetchSwitchesTheTableNotTheIsa) {
+    IsaGuard guard;
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    EXPECT_EQ(decode_prefetch(), __builtin_cpu_is("intel") != 0);
+#endif
+    set_isa(Isa::Scalar);
+    set_decode_prefetch(DecodePrefetch::On);
+    EXPECT_TRUE(decode_prefetch());
+    EXPECT_EQ(active_isa(), Isa::Scalar);
+    set_isa(best_isa());
+    EXPECT_EQ(active_isa(), best_isa());
+    EXPECT_TRUE(decode_prefetch());
+    set_decode_prefetch(DecodePrefetch::Off);
+    EXPECT_FALSE(decode_prefetch());
+    EXPECT_EQ(active_isa(), best_isa());
+    if (best_isa() == Isa::AVX512) {  // the kernels themselves change with it
+        const int q4 = int(DType::Q4_0_R16), q6 = int(DType::Q6_K_R16);
+        const detail::TileFn off = detail::active_kernels().tile[q4], off6 = detail::active_kernels().tile[q6];
+        set_decode_prefetch(DecodePrefetch::On);
+        EXPECT_NE(off, detail::active_kernels().tile[q4]);
+        EXPECT_EQ(off6, detail::active_kernels().tile[q6]);  // the K-quants' kernels do not take the choice
+    }
+    set_decode_prefetch(DecodePrefetch::Auto);
+#if defined(__x86_64__)
+    EXPECT_EQ(decode_prefetch(), __builtin_cpu_is("intel") != 0);
+#endif
+}
+
 }  // namespace
 }  // namespace flint
 

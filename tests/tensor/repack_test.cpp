@@ -139,13 +139,13 @@ TEST(Repack, EveryIsaMatchesTheScalarReference) {
                 }
                 set_isa(Isa::Scalar);
                 matmul(wv, x.data(), n, ref.data(), nullptr);
-                for (Isa isa : available_isas()) {
-                    set_isa(isa);
+                for (KernelPath kp : kernel_paths()) {
+                    kp.use();
                     std::fill(got.begin(), got.end(), std::nanf(""));  // a row a kernel skips cannot pass
                     matmul(wv, x.data(), n, got.data(), &pool);
                     for (size_t i = 0; i < ref.size(); ++i)
                         ASSERT_NEAR(ref[i], got[i], 1e-5f * mag[i] + 1e-6f)
-                            << isa_name(isa) << " " << dtype_name(p.packed) << " cols " << cols << " n " << n << " at " << i;
+                            << kp.name() << " " << dtype_name(p.packed) << " cols " << cols << " n " << n << " at " << i;
                 }
             }
         }
@@ -155,8 +155,8 @@ TEST(Repack, EveryIsaMatchesTheScalarReference) {
 TEST(Repack, ATokenGetsTheSameBitsInAnyBatch) {
     IsaGuard guard;
     ThreadPool pool(2);
-    for (Isa isa : available_isas()) {
-        set_isa(isa);
+    for (KernelPath kp : kernel_paths()) {
+        kp.use();
         for (Pair p : kPairs)
             // 3 and 28 blocks (the decode kernels' odd tail too), and a wide matrix in column panels.
             for (int64_t c : {int64_t(96), int64_t(896), int64_t(4864)}) {
@@ -170,7 +170,7 @@ TEST(Repack, ATokenGetsTheSameBitsInAnyBatch) {
                     for (int64_t k = 0; k < n; ++k) {
                         matmul(wv, x.data() + k * cols, 1, single.data(), &pool);
                         ASSERT_EQ(0, std::memcmp(single.data(), batched.data() + k * rows, sizeof(float) * rows))
-                            << isa_name(isa) << " " << dtype_name(p.packed) << " cols " << cols << " batch " << n << " token " << k;
+                            << kp.name() << " " << dtype_name(p.packed) << " cols " << cols << " batch " << n << " token " << k;
                     }
                 }
             }
@@ -182,8 +182,8 @@ TEST(Repack, ATokenGetsTheSameBitsInAnyBatch) {
 TEST(Repack, WideMatricesInFusedCallsEqualSeparateCalls) {
     IsaGuard guard;
     ThreadPool pool(2);
-    for (Isa isa : available_isas()) {
-        set_isa(isa);
+    for (KernelPath kp : kernel_paths()) {
+        kp.use();
         for (Pair p : kPairs) {
             const int64_t rows = 2 * interleaved_rows(p.packed), cols = fit(p, 4864);
             ASSERT_GT(layout_panels(p.packed, cols), 1) << dtype_name(p.packed);
@@ -194,7 +194,7 @@ TEST(Repack, WideMatricesInFusedCallsEqualSeparateCalls) {
                 std::vector<float> ya(size_t(n * rows)), yb(ya.size()), h(ya.size()), u(ya.size());
                 matmul(A, x.data(), n, ya.data(), &pool);
                 matmul(B, x.data(), n, yb.data(), &pool);
-                const std::string at = std::string(isa_name(isa)) + " " + std::string(dtype_name(p.packed)) + " n " + std::to_string(n);
+                const std::string at = kp.name() + " " + std::string(dtype_name(p.packed)) + " n " + std::to_string(n);
                 const MatmulOut outs[2] = {{A, h.data()}, {B, u.data()}};
                 matmul_many(outs, x.data(), n, &pool);
                 EXPECT_EQ(ya, h) << at;

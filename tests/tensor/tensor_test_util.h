@@ -2,6 +2,7 @@
 #pragma once
 #include <cstdint>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "tensor/dtype.h"
@@ -36,10 +37,33 @@ inline std::vector<Isa> available_isas() {
     return v;
 }
 
-// Restores the best instruction set when a test that forced one ends.
+// Restores the best instruction set (and the default decode prefetch) when a test that forced one ends.
 struct IsaGuard {
-    ~IsaGuard() { set_isa(best_isa()); }
+    ~IsaGuard() {
+        set_isa(best_isa());
+        set_decode_prefetch(DecodePrefetch::Auto);
+    }
 };
+
+// Every kernel table this CPU can run: each instruction set, AVX-512 with and without the one-token
+// weight prefetch (matmul.h DecodePrefetch), so both are tested whatever the vendor picks.
+struct KernelPath {
+    Isa isa;
+    DecodePrefetch prefetch;
+    void use() const {
+        set_isa(isa);
+        set_decode_prefetch(prefetch);
+    }
+    std::string name() const {
+        return std::string(isa_name(isa)) + (prefetch == DecodePrefetch::On ? "+prefetch" : "");
+    }
+};
+inline std::vector<KernelPath> kernel_paths() {
+    std::vector<KernelPath> v;
+    for (Isa isa : available_isas()) v.push_back({isa, DecodePrefetch::Off});
+    if (best_isa() == Isa::AVX512) v.push_back({Isa::AVX512, DecodePrefetch::On});
+    return v;
+}
 
 inline const DType kWeightTypes[] = {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0,
                                      DType::Q5_0, DType::Q4_K, DType::Q5_K, DType::Q6_K};

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "cli/commands.h"
+#include "cli/model_options.h"
 #include "server/model_registry.h"
 #include "server/server.h"
 #include "tensor/dtype.h"
@@ -20,6 +21,7 @@ struct ServeOptions {
     std::string kv_memory;
     std::string kv_type = "f16";
     bool mmap = false;
+    std::string decode_prefetch = "auto";
     std::string chat_format;
     std::string data_dir;
     std::string store;
@@ -75,6 +77,7 @@ void serve(ServeOptions& o) {
     }
     if (o.no_websocket) o.server.websocket = false;
     if (!o.no_store) o.server.store_path = !o.store.empty() ? o.store : (o.data_dir.empty() ? default_data_dir() : o.data_dir) + "/responses.db";
+    apply_decode_prefetch(o.decode_prefetch);
     server::ModelRegistry registry;
     if (o.mmap) registry.set_residency(Residency::Map);
     for (const std::string& m : o.models) registry.load(server::parse_model_spec(m), o.runtime, o.chat_format, true);
@@ -103,6 +106,7 @@ void register_serve(CLI::App& app) {
     cmd->add_flag("--mmap", o->mmap,
                   "Map the weights from the file (zero-copy, page cache shared with other processes serving or running "
                   "the same file) instead of reading them onto 2 MiB pages; decode is slower that way");
+    cmd->add_option("--decode-prefetch", o->decode_prefetch, kDecodePrefetchHelp)->check(CLI::IsMember({"auto", "on", "off"}));
     cmd->add_option("--max-running", o->runtime.max_running, "Sequences decoding at once per model")->check(CLI::Range(1, 4096));
     cmd->add_option("--max-queued", o->runtime.max_queued, "Waiting requests beyond this get 503")->check(CLI::Range(0, 1 << 20));
     cmd->add_option("--prefill-chunk", o->runtime.prefill_chunk, "Prompt tokens per engine step")->check(CLI::Range(1, 1 << 20));

@@ -22,10 +22,7 @@ void add_model_options(CLI::App& cmd, ModelOptions& o) {
         ->check(CLI::IsMember({"none", "linear", "yarn"}));
     cmd.add_option("--rope-scale", o.rope_scale, "Context extension factor for --rope-scaling")->check(CLI::Range(1.0, 1024.0));
     cmd.add_option("--yarn-orig-ctx", o.yarn_orig_ctx, "YaRN: original training context (default: the model's)");
-    cmd.add_option("--decode-prefetch", o.decode_prefetch,
-                   "AVX-512 decode kernels prefetch their weight stream in software: auto (on for Intel CPUs, off "
-                   "for AMD, where the hardware prefetcher alone is faster), on, off")
-        ->check(CLI::IsMember({"auto", "on", "off"}));
+    cmd.add_option("--decode-prefetch", o.decode_prefetch, kDecodePrefetchHelp)->check(CLI::IsMember({"auto", "on", "off"}));
     cmd.add_flag("--mmap", o.mmap,
                  "Map the weights from the file (zero-copy, shared page cache) instead of reading them onto 2 MiB "
                  "pages; decode is slower that way on machines where TLB misses are costly");
@@ -48,6 +45,14 @@ void apply_rope_overrides(const ModelOptions& o, Model& m) {
         r.orig_ctx = o.yarn_orig_ctx > 0 ? o.yarn_orig_ctx : m.config.ctx_train;
         r.ext_factor = 1.0f;
     }
+}
+
+const char* const kDecodePrefetchHelp =
+    "AVX-512 decode kernels prefetch their weight stream in software: auto (on for Intel CPUs, off for AMD, where "
+    "the hardware prefetcher alone is faster), on, off";
+
+void apply_decode_prefetch(const std::string& value) {
+    set_decode_prefetch(value == "on" ? DecodePrefetch::On : value == "off" ? DecodePrefetch::Off : DecodePrefetch::Auto);
 }
 
 std::string kernels_label() {
@@ -80,9 +85,7 @@ LoadedModel load_model(const ModelOptions& o, bool progress) {
     if (o.isa == "scalar") set_isa(Isa::Scalar);
     else if (o.isa == "avx2") set_isa(Isa::AVX2);
     else if (o.isa == "avx512") set_isa(Isa::AVX512);
-    set_decode_prefetch(o.decode_prefetch == "on"    ? DecodePrefetch::On
-                        : o.decode_prefetch == "off" ? DecodePrefetch::Off
-                                                     : DecodePrefetch::Auto);
+    apply_decode_prefetch(o.decode_prefetch);
     LoadedModel lm;
     const std::string path = o.model.empty() ? default_model_path() : o.model;
     auto t0 = std::chrono::steady_clock::now();

@@ -27,6 +27,10 @@ struct ModelOptions {
 // The kernel path in use as the stats lines name it: "avx512", or "avx512+prefetch" with the one-token
 // weight prefetch (matmul.h DecodePrefetch).
 std::string kernels_label();
+// Applies a --decode-prefetch value ("auto", "on" or "off"; the option checks it) for the whole process.
+void apply_decode_prefetch(const std::string& value);
+// The --decode-prefetch option's help text (run, bench and serve share it).
+extern const char* const kDecodePrefetchHelp;
 
 // Applies --rope-scaling/--rope-scale/--yarn-orig-ctx to a loaded model's config.
 void apply_rope_overrides(const ModelOptions& o, Model& m);

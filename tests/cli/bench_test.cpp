@@ -58,6 +58,23 @@ TEST(Bench, StagesBreakTheDecodeStepDown) {
     EXPECT_FALSE(nlohmann::json::parse(plain.out).contains("decode_stage_us_per_token"));
 }
 
+// --decode-prefetch forces the AVX-512 one-token prefetch either way and the report says which ran; a value
+// it does not know is refused before anything loads.
+TEST(Bench, DecodePrefetchIsForcedAndReported) {
+    FLINT_REQUIRE_SHARED("models/stories260K.gguf");
+    const std::string m = shared_path("models/stories260K.gguf");
+    for (const char* v : {"on", "off"}) {
+        CommandResult r = run_flint("bench -m " + m + " -t 1 -p 0 -n 4 -r 1 --no-bandwidth --json --decode-prefetch " + v);
+        ASSERT_EQ(r.exit_code, 0) << r.out;
+        EXPECT_EQ(nlohmann::json::parse(r.out)["decode_prefetch"].get<bool>(), std::string(v) == "on") << v;
+    }
+    const std::string err = ::testing::TempDir() + "/bench_prefetch.err";
+    CommandResult bad = run_flint("bench -m " + m + " -n 4 --decode-prefetch sometimes", err);
+    EXPECT_NE(bad.exit_code, 0);
+    const std::string msg = read_text(err);
+    EXPECT_NE(msg.find("--decode-prefetch"), std::string::npos) << msg;
+}
+
 TEST(Bench, DepthBeyondTheContextIsRefused) {
     FLINT_REQUIRE_SHARED("models/stories260K.gguf");
     const std::string m = shared_path("models/stories260K.gguf");

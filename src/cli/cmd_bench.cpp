@@ -149,7 +149,7 @@ void bench(const BenchOptions& o) {
     if (o.json) {
         nlohmann::json j = {{"model", m.config.name},          {"arch", m.config.arch},
                             {"weights_bytes", m.weights.matrix_bytes}, {"threads", threads},
-                            {"isa", isa_name(active_isa())},   {"decode_prefetch", decode_prefetch()},
+                            {"isa", isa_name(active_isa())},   {"decode_prefetch", decode_prefetch_in_use()},
                             {"n_prompt", o.n_prompt},
                             {"n_gen", o.n_gen},                {"depth", o.depth},
                             {"reps", o.reps},

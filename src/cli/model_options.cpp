@@ -55,9 +55,11 @@ void apply_decode_prefetch(const std::string& value) {
     set_decode_prefetch(value == "on" ? DecodePrefetch::On : value == "off" ? DecodePrefetch::Off : DecodePrefetch::Auto);
 }
 
+bool decode_prefetch_in_use() { return active_isa() == Isa::AVX512 && decode_prefetch(); }
+
 std::string kernels_label() {
     std::string s = isa_name(active_isa());
-    if (active_isa() == Isa::AVX512 && decode_prefetch()) s += "+prefetch";
+    if (decode_prefetch_in_use()) s += "+prefetch";
     return s;
 }
 

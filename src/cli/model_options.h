@@ -27,6 +27,8 @@ struct ModelOptions {
 // The kernel path in use as the stats lines name it: "avx512", or "avx512+prefetch" with the one-token
 // weight prefetch (matmul.h DecodePrefetch).
 std::string kernels_label();
+// Whether the kernels in use prefetch their weight stream for one token (AVX-512 with the prefetch on).
+bool decode_prefetch_in_use();
 // Applies a --decode-prefetch value ("auto", "on" or "off"; the option checks it) for the whole process.
 void apply_decode_prefetch(const std::string& value);
 // The --decode-prefetch option's help text (run, bench and serve share it).

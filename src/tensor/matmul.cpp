@@ -59,8 +59,10 @@ struct Tables {
             set_r16_decode_prefetch(sets[3], true);
             best = Isa::AVX512;
         }
-        // One core streams the weights fast enough on AMD's hardware prefetcher alone, not on Intel's.
-        prefetch_auto = __builtin_cpu_is("intel");
+        // One core streams a token's weights fast enough on AMD's hardware prefetcher alone (Zen 4 and 5),
+        // not on Intel's (an Emerald Rapids guest; BENCHMARKS.md, Twenty-sixth session). Only the AVX-512
+        // table has the choice.
+        prefetch_auto = avx512 && __builtin_cpu_is("intel");
 #endif
         prefetch.store(prefetch_auto);
         active.store(table(best));

@@ -58,6 +58,6 @@ const char* isa_name(Isa isa);
 // Benchmarks force it to compare the two on one machine; results are the same bits either way.
 enum class DecodePrefetch { Auto, On, Off };
 void set_decode_prefetch(DecodePrefetch p);
-bool decode_prefetch();  // whether the AVX-512 path prefetches for one token now (whatever the active ISA)
+bool decode_prefetch();  // whether the AVX-512 path prefetches for one token now (it has effect only there)
 
 }  // namespace flint

@@ -106,7 +106,7 @@ void register_serve(CLI::App& app) {
     cmd->add_flag("--mmap", o->mmap,
                   "Map the weights from the file (zero-copy, page cache shared with other processes serving or running "
                   "the same file) instead of reading them onto 2 MiB pages; decode is slower that way");
-    cmd->add_option("--decode-prefetch", o->decode_prefetch, kDecodePrefetchHelp)->check(CLI::IsMember({"auto", "on", "off"}));
+    add_decode_prefetch_option(*cmd, o->decode_prefetch);
     cmd->add_option("--max-running", o->runtime.max_running, "Sequences decoding at once per model")->check(CLI::Range(1, 4096));
     cmd->add_option("--max-queued", o->runtime.max_queued, "Waiting requests beyond this get 503")->check(CLI::Range(0, 1 << 20));
     cmd->add_option("--prefill-chunk", o->runtime.prefill_chunk, "Prompt tokens per engine step")->check(CLI::Range(1, 1 << 20));

@@ -22,7 +22,7 @@ void add_model_options(CLI::App& cmd, ModelOptions& o) {
         ->check(CLI::IsMember({"none", "linear", "yarn"}));
     cmd.add_option("--rope-scale", o.rope_scale, "Context extension factor for --rope-scaling")->check(CLI::Range(1.0, 1024.0));
     cmd.add_option("--yarn-orig-ctx", o.yarn_orig_ctx, "YaRN: original training context (default: the model's)");
-    cmd.add_option("--decode-prefetch", o.decode_prefetch, kDecodePrefetchHelp)->check(CLI::IsMember({"auto", "on", "off"}));
+    add_decode_prefetch_option(cmd, o.decode_prefetch);
     cmd.add_flag("--mmap", o.mmap,
                  "Map the weights from the file (zero-copy, shared page cache) instead of reading them onto 2 MiB "
                  "pages; decode is slower that way on machines where TLB misses are costly");
@@ -47,9 +47,12 @@ void apply_rope_overrides(const ModelOptions& o, Model& m) {
     }
 }
 
-const char* const kDecodePrefetchHelp =
-    "AVX-512 decode kernels prefetch their weight stream in software: auto (on for Intel CPUs, off for AMD, where "
-    "the hardware prefetcher alone is faster), on, off";
+void add_decode_prefetch_option(CLI::App& cmd, std::string& value) {
+    cmd.add_option("--decode-prefetch", value,
+                   "AVX-512 decode kernels prefetch their weight stream in software: auto (on for Intel CPUs, off for "
+                   "AMD, where the hardware prefetcher alone is faster), on, off")
+        ->check(CLI::IsMember({"auto", "on", "off"}));
+}
 
 void apply_decode_prefetch(const std::string& value) {
     set_decode_prefetch(value == "on" ? DecodePrefetch::On : value == "off" ? DecodePrefetch::Off : DecodePrefetch::Auto);

@@ -31,8 +31,8 @@ std::string kernels_label();
 bool decode_prefetch_in_use();
 // Applies a --decode-prefetch value ("auto", "on" or "off"; the option checks it) for the whole process.
 void apply_decode_prefetch(const std::string& value);
-// The --decode-prefetch option's help text (run, bench and serve share it).
-extern const char* const kDecodePrefetchHelp;
+// Adds --decode-prefetch auto|on|off to a command (run, bench and serve), its value kept in `value`.
+void add_decode_prefetch_option(CLI::App& cmd, std::string& value);
 
 // Applies --rope-scaling/--rope-scale/--yarn-orig-ctx to a loaded model's config.
 void apply_rope_overrides(const ModelOptions& o, Model& m);

@@ -89,7 +89,8 @@ inline __m512i dpbusd_quad(__m512i acc, __m512i w, const int8_t* qs, int k) {
 // fastest on the hardware prefetcher alone (Zen 4: whole 0.5B Q8_0 step 17.7 -> 16.1 ms without a near-only
 // prefetch; Zen 5: Q4_0 decode no better with the two-distance one), while on Intel (Emerald Rapids, KVM)
 // it is what lets one core keep enough misses in flight: 0.5B decode, binaries alternated in one run,
-// Q4_0 65-73 -> 95-97 tok/s, Q8_0 47-53 -> 50-55 (BENCHMARKS.md, Twenty-sixth session).
+// Q4_0 46-73 -> 76-97 tok/s (70-84% -> 90-96% of the read probe), Q8_0 47-53 -> 50-55 (BENCHMARKS.md,
+// Twenty-sixth session).
 // The Q4_K/Q5_K kernel prefetches for every pass, one token too (see group_q45k). Not in the Q6_K kernel:
 // it does more work per byte, and at 17 tokens (three passes, the later ones partly from L3) the requests
 // cost more than they saved (kernels_bench Cpu1TLayouts: 5.3-5.4 -> 5.8-5.9 ms; 1.1-1.4x better at 4-8).

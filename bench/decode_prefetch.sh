@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Whether the AVX-512 one-token kernels should prefetch their weight stream on this machine
 # (`--decode-prefetch`, tensor/matmul.h DecodePrefetch): decodes the 0.5B shape in Q8_0 and Q4_0 with the
-# prefetch off and on, alternating the two ROUNDS times in the same minutes (the host's bandwidth drifts, so
-# only same-run ratios mean anything), and prints each round and the medians, with the probe's GB/s beside.
+# prefetch off and on, alternating the two ROUNDS times in the same minutes (off first in odd rounds, on first
+# in even ones; the host's bandwidth drifts, so only same-run ratios mean anything), and prints each round and
+# the medians, with the probe's GB/s beside.
 #   bench/decode_prefetch.sh              (build/flint; FLINT=…, ROUNDS=3, MODELS=/tmp/flint-bench, N=64, REPS=5)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -33,8 +34,14 @@ printf '| model | round | off: tok/s (probe GB/s, %% of it) | on: tok/s (probe G
 for t in q8_0 q4_0; do
   : >"$tmp/$t"
   for r in $(seq "$ROUNDS"); do
-    read -r off_t off_bw off_f <<<"$(measure $t off)"
-    read -r on_t on_bw on_f <<<"$(measure $t on)"
+    # Every other round measures "on" first, so neither setting always runs in the earlier minute.
+    if (( r % 2 )); then
+      read -r off_t off_bw off_f <<<"$(measure $t off)"
+      read -r on_t on_bw on_f <<<"$(measure $t on)"
+    else
+      read -r on_t on_bw on_f <<<"$(measure $t on)"
+      read -r off_t off_bw off_f <<<"$(measure $t off)"
+    fi
     [ -n "$off_t" ] && [ -n "$on_t" ] || { echo "flint bench failed on $t" >&2; exit 1; }
     ratio=$(awk -v a="$off_t" -v b="$on_t" 'BEGIN { printf "%.3f", b / a }')
     echo "$off_t $on_t $ratio" >>"$tmp/$t"

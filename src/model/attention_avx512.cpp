@@ -1,12 +1,13 @@
 // AVX-512 grouped attention: the queries of a group (a KV head's query heads, for a few consecutive tokens)
-// walk the cache once, 64 positions at a time, four queries at a time. Keys are stored transposed
-// (kv/kv_cache.h), so one register holds a key dimension for 16 positions: a block's scores for four queries are one FMA per (query, dimension,
-// 16 positions), each key register loaded once for the four; the weighted sum of values loads each value
-// row once for the four as well. Per query and position that is 2 * head_dim / 16 FMAs and a quarter of
-// the loads of the one-query-at-a-time AVX2 kernel (a draft block of 17 tokens x 7 heads has 119 queries
-// per KV head). Each query's arithmetic is the same whatever the other queries of its quad are: scores,
-// softmax and sums per query, masked where a query sees fewer positions, so a token gets bit-identical
-// output alone or in a batch.
+// walk the cache once, 64 positions at a time: a group of up to eight queries (decode: a KV head's seven
+// query heads) in one pass, a larger one four queries at a time. Keys are stored transposed (kv/kv_cache.h),
+// so one register holds a key dimension for 16 positions: a block's scores are one FMA per (query,
+// dimension, 16 positions), each key register loaded (and converted from f16 or Q8_0) once for the pass;
+// the weighted sum of values loads each value row once for the pass as well. Per query and position that is
+// 2 * head_dim / 16 FMAs and a quarter of the loads of the one-query-at-a-time AVX2 kernel (a draft block of
+// 17 tokens x 7 heads has 119 queries per KV head). Each query's arithmetic is the same whatever the other
+// queries of its pass are: scores, softmax and sums per query, masked where a query sees fewer positions, so
+// a token gets bit-identical output alone or in a batch.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -72,9 +73,9 @@ inline __m512 value16(const BlockQ8_0* row, int64_t e) {
 // positions took 14-27% less time with an f16, Q8_0 or f32 cache in two runs, BENCHMARKS.md). A span's four
 // blocks lie a whole block of every layer apart (kv/kv_cache.h: 192 KB for the 0.5B's f16 cache), and a
 // head's value rows are half of each row, so the hardware prefetcher does not run ahead of the loads; the
-// first quad of queries requests the next span's lines a few at a time, as its own loads go: a key
+// first pass of queries requests the next span's lines a few at a time, as its own loads go: a key
 // register's line for every line of keys it loads, a value row's lines with each value row.
-// The requests are tensor/prefetch.h's prefetch_line (an asm statement, see there).
+// The requests are tensor/prefetch.h's prefetch_line (an asm statement, into L2: see there).
 // Dimension d's keys in registers [r0, r1) (16 positions each), when d starts a cache line of them.
 template <typename T>
 inline void prefetch_keys(const SpanView<T>* next, int d, int r0 = 0, int r1 = kRegs) {
@@ -114,12 +115,13 @@ void prefetch_block(const SpanView<T>* next, int bi) {
 // compiled in and skipped at run time, the other quads of a 512-token prefill at 16,000 positions ran 20-35%
 // slower).
 template <int NV, int NQ, bool kPrefetch, typename T>
-void quad_span(const QueryGroup& g, int i0, const SpanView<T>& sv, __m512 scale, float* m, float* l, float* sc,
+void pass_span(const QueryGroup& g, int i0, const SpanView<T>& sv, __m512 scale, float* m, float* l, float* sc,
                const SpanView<T>* next) {
     constexpr int hd = 16 * NV;
-    constexpr int kVPass = NV < 4 ? NV : 4;  // value registers per query per pass (4 queries x 4 = 16 accumulators)
+    // Value registers per query per pass: 4 queries x 4 = 16 accumulators, or up to 8 queries x 2.
+    constexpr int kVPass = NQ > 4 ? (NV < 2 ? NV : 2) : (NV < 4 ? NV : 4);
     int ni[NQ];
-    int lo = kSpan, hi = 0;  // fewest / most positions of this span a query of the quad sees
+    int lo = kSpan, hi = 0;  // fewest / most positions of this span a query of the pass sees
     for (int u = 0; u < NQ; ++u) {
         ni[u] = std::clamp(g.n_pos[i0 + u] - sv.p0, 0, sv.n);
         lo = std::min(lo, ni[u]);
@@ -127,39 +129,58 @@ void quad_span(const QueryGroup& g, int i0, const SpanView<T>& sv, __m512 scale,
     }
     if (hi == 0) return;
     const int nr = (hi + 15) / 16;  // registers with a position some query sees
-    // Scores: acc[u][r] = q_u . K[:, 16r .. 16r+16), each key register loaded once for the quad.
+    // Scores: acc[u][r] = q_u . K[:, 16r .. 16r+16), each key register loaded once for the group. Up to four
+    // queries take all four key registers a pass over the dimensions; more (a decode group of seven) take two
+    // registers a pass, so 2 x NQ accumulators and the keys fit the 32 registers, and still load (and convert)
+    // each key register once. Each accumulator sums its dimensions in ascending order either way.
     __m512 acc[NQ][kRegs];
     for (int u = 0; u < NQ; ++u)
         for (int r = 0; r < kRegs; ++r) acc[u][r] = _mm512_setzero_ps();
-    if constexpr (std::is_same_v<T, int8_t>) {
-        // Per 32-dimension block of the cache (or the part of one a narrow head has), its scales once.
-        constexpr int kChunk = hd < QK ? hd : QK;
-        for (int d0 = 0; d0 < hd; d0 += kChunk) {
-            const int64_t blk = (sv.off + d0) / QK - sv.off / QK;
-            __m512 ks[kRegs];
-            for (int r = 0; r < kRegs; ++r)
-                ks[r] = r < nr ? load16(sv.ks[r] + blk * sv.kt_stride) : _mm512_setzero_ps();
-            for (int d = d0; d < d0 + kChunk; ++d) {
-                if constexpr (kPrefetch) prefetch_keys(next, d);
-                __m512 kd[kRegs];
-                for (int r = 0; r < kRegs; ++r)
-                    kd[r] = r < nr ? _mm512_mul_ps(ks[r], levels16(sv.kt[r] + d * sv.kt_stride)) : _mm512_setzero_ps();
+    constexpr int kKPass = NQ > 4 ? 2 : kRegs;
+#pragma GCC unroll 4
+    for (int r0 = 0; r0 < kRegs; r0 += kKPass) {
+        if (r0 >= nr) break;  // no query sees these positions: their scores stay 0 and are masked below
+        // This pass's accumulators, local so they stay in registers (indexed by r0, acc[][] would not).
+        __m512 pa[NQ][kKPass];
+        for (int u = 0; u < NQ; ++u)
+            for (int r = 0; r < kKPass; ++r) pa[u][r] = _mm512_setzero_ps();
+        if constexpr (std::is_same_v<T, int8_t>) {
+            // Per 32-dimension block of the cache (or the part of one a narrow head has), its scales once.
+            constexpr int kChunk = hd < QK ? hd : QK;
+            for (int d0 = 0; d0 < hd; d0 += kChunk) {
+                const int64_t blk = (sv.off + d0) / QK - sv.off / QK;
+                __m512 ks[kKPass];
+                for (int r = 0; r < kKPass; ++r)
+                    ks[r] = r0 + r < nr ? load16(sv.ks[r0 + r] + blk * sv.kt_stride) : _mm512_setzero_ps();
+                for (int d = d0; d < d0 + kChunk; ++d) {
+                    if constexpr (kPrefetch) {
+                        if (r0 == 0) prefetch_keys(next, d);
+                    }
+                    __m512 kd[kKPass];
+                    for (int r = 0; r < kKPass; ++r)
+                        kd[r] = r0 + r < nr ? _mm512_mul_ps(ks[r], levels16(sv.kt[r0 + r] + d * sv.kt_stride)) : _mm512_setzero_ps();
+                    for (int u = 0; u < NQ; ++u) {
+                        const __m512 qd = _mm512_set1_ps(g.q[i0 + u][d]);
+                        for (int r = 0; r < kKPass; ++r) pa[u][r] = _mm512_fmadd_ps(qd, kd[r], pa[u][r]);
+                    }
+                }
+            }
+        } else {
+            for (int d = 0; d < hd; ++d) {
+                if constexpr (kPrefetch) {
+                    if (r0 == 0) prefetch_keys(next, d);
+                }
+                __m512 kd[kKPass];
+                for (int r = 0; r < kKPass; ++r)
+                    kd[r] = r0 + r < nr ? load16(sv.kt[r0 + r] + d * sv.kt_stride) : _mm512_setzero_ps();
                 for (int u = 0; u < NQ; ++u) {
                     const __m512 qd = _mm512_set1_ps(g.q[i0 + u][d]);
-                    for (int r = 0; r < kRegs; ++r) acc[u][r] = _mm512_fmadd_ps(qd, kd[r], acc[u][r]);
+                    for (int r = 0; r < kKPass; ++r) pa[u][r] = _mm512_fmadd_ps(qd, kd[r], pa[u][r]);
                 }
             }
         }
-    } else {
-        for (int d = 0; d < hd; ++d) {
-            if constexpr (kPrefetch) prefetch_keys(next, d);
-            __m512 kd[kRegs];
-            for (int r = 0; r < kRegs; ++r) kd[r] = r < nr ? load16(sv.kt[r] + d * sv.kt_stride) : _mm512_setzero_ps();
-            for (int u = 0; u < NQ; ++u) {
-                const __m512 qd = _mm512_set1_ps(g.q[i0 + u][d]);
-                for (int r = 0; r < kRegs; ++r) acc[u][r] = _mm512_fmadd_ps(qd, kd[r], acc[u][r]);
-            }
-        }
+        for (int u = 0; u < NQ; ++u)
+            for (int r = 0; r < kKPass; ++r) acc[u][r0 + r] = pa[u][r];
     }
     // Online softmax per query: rescale what was accumulated under the old max.
     float rescale[NQ];
@@ -184,7 +205,7 @@ void quad_span(const QueryGroup& g, int i0, const SpanView<T>& sv, __m512 scale,
         m[i] = m_new;
     }
     // Weighted sum of values, kVPass registers of each query's output at a time; each value row loaded
-    // once for the quad. Past a query's own positions its FMAs are masked off (its sums stay as they were).
+    // once for the pass. Past a query's own positions its FMAs are masked off (its sums stay as they were).
     for (int v0 = 0; v0 < NV; v0 += kVPass) {
         __m512 o[NQ][kVPass];
         for (int u = 0; u < NQ; ++u) {
@@ -215,15 +236,24 @@ void quad_span(const QueryGroup& g, int i0, const SpanView<T>& sv, __m512 scale,
     }
 }
 
-// The quad of queries from i0 (the last one may have fewer).
+// The queries from i0 that share one pass over the span: a whole group of up to kWide (decode: a KV head's
+// seven query heads, so the keys and values are loaded and converted once, not once per quad), else a quad
+// (the last one may have fewer).
+constexpr int kWide = 8;
+inline int pass_width(const QueryGroup& g) { return g.n <= kWide ? g.n : kQuad; }
+
 template <int NV, bool kPrefetch, typename T>
-void quads(const QueryGroup& g, int i0, const SpanView<T>& sv, __m512 scale, float* m, float* l, float* sc,
+void pass_queries(const QueryGroup& g, int i0, const SpanView<T>& sv, __m512 scale, float* m, float* l, float* sc,
            const SpanView<T>* next) {
-    switch (std::min(kQuad, g.n - i0)) {
-        case 4: quad_span<NV, 4, kPrefetch>(g, i0, sv, scale, m, l, sc, next); break;
-        case 3: quad_span<NV, 3, kPrefetch>(g, i0, sv, scale, m, l, sc, next); break;
-        case 2: quad_span<NV, 2, kPrefetch>(g, i0, sv, scale, m, l, sc, next); break;
-        case 1: quad_span<NV, 1, kPrefetch>(g, i0, sv, scale, m, l, sc, next); break;
+    switch (std::min(pass_width(g), g.n - i0)) {
+        case 8: pass_span<NV, 8, kPrefetch>(g, i0, sv, scale, m, l, sc, next); break;
+        case 7: pass_span<NV, 7, kPrefetch>(g, i0, sv, scale, m, l, sc, next); break;
+        case 6: pass_span<NV, 6, kPrefetch>(g, i0, sv, scale, m, l, sc, next); break;
+        case 5: pass_span<NV, 5, kPrefetch>(g, i0, sv, scale, m, l, sc, next); break;
+        case 4: pass_span<NV, 4, kPrefetch>(g, i0, sv, scale, m, l, sc, next); break;
+        case 3: pass_span<NV, 3, kPrefetch>(g, i0, sv, scale, m, l, sc, next); break;
+        case 2: pass_span<NV, 2, kPrefetch>(g, i0, sv, scale, m, l, sc, next); break;
+        case 1: pass_span<NV, 1, kPrefetch>(g, i0, sv, scale, m, l, sc, next); break;
         default: break;
     }
 }
@@ -269,12 +299,12 @@ void attend_group_t(const HeadAttention& a, const QueryGroup& g, float* scratch)
         std::fill(g.out[i], g.out[i] + hd, 0.0f);
         n_max = std::max(n_max, g.n_pos[i]);
     }
-    // An f16 or Q8_0 cache is read in place by a few queries (decode: one or two quads), and converted once
+    // An f16 or Q8_0 cache is read in place by a few queries (decode: one pass of up to eight), and converted once
     // per span into f32 scratch for many (a prompt chunk, a block of drafts); the values are the same f32
     // either way, so are the results.
     constexpr bool kQ8 = std::is_same_v<T, int8_t>;
     constexpr bool kF16 = std::is_same_v<T, uint16_t>;
-    const bool convert = (kF16 || kQ8) && g.n > 2 * kQuad;
+    const bool convert = (kF16 || kQ8) && g.n > kWide;
     // Points a view at the span of positions [p0, p0 + kSpan): its blocks' keys (and key scales) and value rows.
     auto point = [&](SpanView<T>& v, int p0) {
         v.p0 = p0;
@@ -327,11 +357,11 @@ void attend_group_t(const HeadAttention& a, const QueryGroup& g, float* scratch)
             for (int c = 0; c < BS / 16; ++c) cv.kt[bi * (BS / 16) + c] = kbb + 16 * c;
             for (int j = 0; j < nj; ++j) cv.vt[bi * BS + j] = vb + (bi * BS + j) * hd;
         }
-        // The first quad's loads bring this span in (the others find it in cache): it requests the next.
+        // The first pass's loads bring this span in (the others find it in cache): it requests the next.
         auto run = [&](const auto& view, const auto* pf) {
-            for (int i0 = 0; i0 < g.n; i0 += kQuad) {
-                if (i0 == 0 && pf) quads<NV, true>(g, i0, view, scale, m, l, sc, pf);
-                else quads<NV, false>(g, i0, view, scale, m, l, sc, pf);
+            for (int i0 = 0; i0 < g.n; i0 += pass_width(g)) {
+                if (i0 == 0 && pf) pass_queries<NV, true>(g, i0, view, scale, m, l, sc, pf);
+                else pass_queries<NV, false>(g, i0, view, scale, m, l, sc, pf);
             }
         };
         if (convert) run(cv, static_cast<const SpanView<float>*>(nullptr));

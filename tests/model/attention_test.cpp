@@ -60,7 +60,10 @@ void check_grouped_kernel(GroupKernel kernel, std::initializer_list<int> head_di
                         reinterpret_cast<float*>(kv.v(b, 0))[i] = vx;
                     }
                 }
-            const int nq = 13;
+            // Group sizes: one query; a quad; a decode group read in one pass (5-8: a KV head's seven query
+            // heads); more than eight (read in quads, f16/Q8_0 converted per span first).
+            for (const int nq : {1, 4, 5, 7, 8, 13}) {
+            SCOPED_TRACE(testing::Message() << nq << " queries");
             std::vector<float> q(static_cast<size_t>(nq) * hd), out(q.size()), alone(hd), ref(hd);
             for (float& x : q) x = nd(rng) * 2.0f;
             HeadAttention a{&kv, 0, table, 0, kv_dim / hd - 1, hd};
@@ -87,6 +90,7 @@ void check_grouped_kernel(GroupKernel kernel, std::initializer_list<int> head_di
                 single.n_pos[0] = g.n_pos[i];
                 ASSERT_TRUE(kernel(one, single, scratch.data()));
                 ASSERT_EQ(0, std::memcmp(alone.data(), &out[static_cast<size_t>(i) * hd], sizeof(float) * hd)) << "query " << i;
+            }
             }
         }
 }

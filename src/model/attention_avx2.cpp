@@ -54,7 +54,8 @@ void dequantize_q8_block(const KVCache& kv, int32_t b, int layer, int64_t off, i
 // Software prefetch of a block's keys and value rows for one KV head (dimensions off .. off + hd). A span's
 // blocks lie a whole block of every layer apart (kv/kv_cache.h) and a head's value rows are part of each
 // row, so the hardware prefetcher does not run ahead of a long context's reads (at 16,000 positions the
-// requests took 6-15% off this kernel's time, 14-27% off the AVX-512 one's: BENCHMARKS.md).
+// requests took 6-15% off this kernel's time, 14-27% off the AVX-512 one's: BENCHMARKS.md). They go to
+// L2 (tensor/prefetch.h says why).
 template <typename T, int bs, int hd>
 void prefetch_block(const KVCache& kv, int32_t b, int layer, int64_t off) {
     if constexpr (std::is_same_v<T, int8_t>) {

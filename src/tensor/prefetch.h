@@ -11,9 +11,12 @@
 // (AVX2 kernels) and much faster on Intel Emerald Rapids (AVX-512 kernels, where it is chosen per vendor):
 // each kernel file says which it does.
 //
-// prefetch_line / prefetch_lines: one request into L1 for a line or a range (the attention kernels' next
-// span). An asm statement: GCC 12 dropped __builtin_prefetch / _mm_prefetch from the AVX-512 attention
-// kernel's key loops (checked in the assembly) while keeping the value loops' ones.
+// prefetch_line / prefetch_lines: one request into L2 (the T1 hint) for a line or a range (the attention
+// kernels' next span). Into L1 (T0), the next span's lines (16 KB for one f16 KV head of the 0.5B) arrived
+// while the current span's 16 KB was still being read, in a 32 KB L1; into L2, a 7-query decode group over
+// 16,000 cold positions took 20-35% less time (AVX-512; 10-20% AVX2; f16, Q8_0 and f32 caches, Zen 4:
+// BENCHMARKS.md, Twenty-seventh session). An asm statement: GCC 12 dropped __builtin_prefetch / _mm_prefetch from the AVX-512
+// attention kernel's key loops (checked in the assembly) while keeping the value loops' ones.
 #pragma once
 #include <cstddef>
 
@@ -32,7 +35,7 @@ inline void prefetch_stream(const void* p, size_t bytes) {
     }
 }
 
-inline void prefetch_line(const void* p) { asm volatile("prefetcht0 %0" : : "m"(*static_cast<const char*>(p))); }
+inline void prefetch_line(const void* p) { asm volatile("prefetcht1 %0" : : "m"(*static_cast<const char*>(p))); }
 // Every 64-byte line of [p, p + bytes).
 inline void prefetch_lines(const void* p, int bytes) {
     for (int o = 0; o < bytes; o += 64) prefetch_line(static_cast<const char*>(p) + o);

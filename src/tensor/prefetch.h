@@ -15,8 +15,9 @@
 // kernels' next span). Into L1 (T0), the next span's lines (16 KB for one f16 KV head of the 0.5B) arrived
 // while the current span's 16 KB was still being read, in a 32 KB L1; into L2, a 7-query decode group over
 // 16,000 cold positions took 20-35% less time (AVX-512; 0-20% AVX2; f16, Q8_0 and f32 caches, Zen 4:
-// BENCHMARKS.md, Twenty-seventh session). An asm statement: GCC 12 dropped __builtin_prefetch / _mm_prefetch from the AVX-512
-// attention kernel's key loops (checked in the assembly) while keeping the value loops' ones.
+// BENCHMARKS.md, Twenty-seventh session). An asm statement: GCC 12 dropped __builtin_prefetch /
+// _mm_prefetch from the AVX-512 attention kernel's key loops (checked in the assembly) while keeping the
+// value loops' ones.
 #pragma once
 #include <cstddef>
 

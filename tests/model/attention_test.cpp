@@ -63,34 +63,34 @@ void check_grouped_kernel(GroupKernel kernel, std::initializer_list<int> head_di
             // Group sizes: one query; a quad; a decode group read in one pass (5-8: a KV head's seven query
             // heads); more than eight (read in quads, f16/Q8_0 converted per span first).
             for (const int nq : {1, 4, 5, 7, 8, 13}) {
-            SCOPED_TRACE(testing::Message() << nq << " queries");
-            std::vector<float> q(static_cast<size_t>(nq) * hd), out(q.size()), alone(hd), ref(hd);
-            for (float& x : q) x = nd(rng) * 2.0f;
-            HeadAttention a{&kv, 0, table, 0, kv_dim / hd - 1, hd};
-            QueryGroup g;
-            g.n = nq;
-            for (int i = 0; i < nq; ++i) {
-                g.q[i] = &q[static_cast<size_t>(i) * hd];
-                g.out[i] = &out[static_cast<size_t>(i) * hd];
-                g.n_pos[i] = 1 + (i * 37) % (n_blocks * bs);
-                a.n_pos = std::max(a.n_pos, g.n_pos[i]);
-            }
-            std::vector<float> scratch(attend_group_scratch(a));
-            ASSERT_TRUE(kernel(a, g, scratch.data()));
-            for (int i = 0; i < nq; ++i) {
-                HeadAttention one = a;
-                one.n_pos = g.n_pos[i];
-                std::vector<float> sc(static_cast<size_t>(one.n_pos));
-                detail::attend_head_scalar(one, g.q[i], sc.data(), ref.data());
-                for (int d = 0; d < hd; ++d) ASSERT_NEAR(out[static_cast<size_t>(i) * hd + d], ref[d], 2e-5f) << "query " << i;
-                QueryGroup single;
-                single.n = 1;
-                single.q[0] = g.q[i];
-                single.out[0] = alone.data();
-                single.n_pos[0] = g.n_pos[i];
-                ASSERT_TRUE(kernel(one, single, scratch.data()));
-                ASSERT_EQ(0, std::memcmp(alone.data(), &out[static_cast<size_t>(i) * hd], sizeof(float) * hd)) << "query " << i;
-            }
+                SCOPED_TRACE(testing::Message() << nq << " queries");
+                std::vector<float> q(static_cast<size_t>(nq) * hd), out(q.size()), alone(hd), ref(hd);
+                for (float& x : q) x = nd(rng) * 2.0f;
+                HeadAttention a{&kv, 0, table, 0, kv_dim / hd - 1, hd};
+                QueryGroup g;
+                g.n = nq;
+                for (int i = 0; i < nq; ++i) {
+                    g.q[i] = &q[static_cast<size_t>(i) * hd];
+                    g.out[i] = &out[static_cast<size_t>(i) * hd];
+                    g.n_pos[i] = 1 + (i * 37) % (n_blocks * bs);
+                    a.n_pos = std::max(a.n_pos, g.n_pos[i]);
+                }
+                std::vector<float> scratch(attend_group_scratch(a));
+                ASSERT_TRUE(kernel(a, g, scratch.data()));
+                for (int i = 0; i < nq; ++i) {
+                    HeadAttention one = a;
+                    one.n_pos = g.n_pos[i];
+                    std::vector<float> sc(static_cast<size_t>(one.n_pos));
+                    detail::attend_head_scalar(one, g.q[i], sc.data(), ref.data());
+                    for (int d = 0; d < hd; ++d) ASSERT_NEAR(out[static_cast<size_t>(i) * hd + d], ref[d], 2e-5f) << "query " << i;
+                    QueryGroup single;
+                    single.n = 1;
+                    single.q[0] = g.q[i];
+                    single.out[0] = alone.data();
+                    single.n_pos[0] = g.n_pos[i];
+                    ASSERT_TRUE(kernel(one, single, scratch.data()));
+                    ASSERT_EQ(0, std::memcmp(alone.data(), &out[static_cast<size_t>(i) * hd], sizeof(float) * hd)) << "query " << i;
+                }
             }
         }
 }

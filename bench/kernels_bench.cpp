@@ -275,6 +275,34 @@ void BM_Stories260KStep(benchmark::State& state) {
     state.counters["matmuls"] = double(ws.size());
 }
 
+// Random keys and values (uniform in [-1, 1), Q8_0 with scale 1/64) in blocks [0, n_blocks) of every layer.
+void fill_attention_cache(KVCache& kv, int n_layers, int n_blocks) {
+    const DType type = kv.config().type;
+    const int bs = kv.config().block_size, kv_dim = kv.config().kv_dim;
+    const size_t half = kv.row_bytes() * bs;  // one layer's K (or V) bytes per block
+    uint64_t x = 0x9e3779b97f4a7c15ull;
+    auto next = [&x] {  // xorshift64: fast enough for the ~200 M values of a long cache
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        return uint32_t(x >> 32);
+    };
+    auto uniform = [&] { return float(int32_t(next())) * (1.0f / 2147483648.0f); };
+    for (int b = 0; b < n_blocks; ++b)
+        for (int l = 0; l < n_layers; ++l)
+            for (uint8_t* p : {kv.k(b, l), kv.v(b, l)}) {
+                if (type == DType::F32) for (size_t i = 0; i < half / 4; ++i) reinterpret_cast<float*>(p)[i] = uniform();
+                else if (type == DType::F16) for (size_t i = 0; i < half / 2; ++i) reinterpret_cast<uint16_t*>(p)[i] = fp32_to_fp16(uniform());
+                else for (size_t i = 0; i < half; ++i) p[i] = uint8_t(next());  // levels; scales below
+            }
+    if (type != DType::Q8_0) return;
+    for (int b = 0; b < n_blocks; ++b)
+        for (int l = 0; l < n_layers; ++l) {
+            for (int i = 0; i < bs * kv_dim / QK; ++i) kv.k_scales(b, l)[i] = fp32_to_fp16(1.0f / 64);
+            for (int j = 0; j < bs; ++j)
+                for (int c = 0; c < kv_dim / QK; ++c)
+                    reinterpret_cast<BlockQ8_0*>(kv.v(b, l) + size_t(j) * kv.row_bytes())[c].d = fp32_to_fp16(1.0f / 64);
+        }
+}
+
 // One attention unit as forward() runs it (tests/model/attention_test.cpp checks the results): the query
 // heads of one KV head for a few consecutive tokens, over n_pos cached positions of the 0.5B shape
 // (head dim 64, block 16). range: 0 = queries (7 heads x tokens; 63 = a draft block's tile of 9 tokens),
@@ -294,22 +322,9 @@ void BM_Attention(benchmark::State& state) {
     KVCache kv({.n_layers = 1, .kv_dim = kv_dim, .block_size = bs, .type = type, .n_blocks = n_blocks});
     std::vector<int32_t> table;
     for (int b = 0; b < n_blocks; ++b) table.push_back(kv.alloc());
+    fill_attention_cache(kv, 1, n_blocks);
     std::mt19937 rng(3);
     std::normal_distribution<float> nd(0, 1);
-    const size_t half = kv.row_bytes() * bs;  // one layer's K (or V) bytes per block
-    for (int b = 0; b < n_blocks; ++b)
-        for (uint8_t* p : {kv.k(b, 0), kv.v(b, 0)}) {
-            if (type == DType::F32) for (size_t i = 0; i < half / 4; ++i) reinterpret_cast<float*>(p)[i] = nd(rng);
-            else if (type == DType::F16) for (size_t i = 0; i < half / 2; ++i) reinterpret_cast<uint16_t*>(p)[i] = fp32_to_fp16(nd(rng));
-            else for (size_t i = 0; i < half; ++i) p[i] = uint8_t(rng() % 200);  // levels; scales below
-        }
-    if (type == DType::Q8_0)
-        for (int b = 0; b < n_blocks; ++b) {
-            for (int i = 0; i < bs * kv_dim / QK; ++i) kv.k_scales(b, 0)[i] = fp32_to_fp16(0.01f);
-            for (int j = 0; j < bs; ++j)
-                for (int c = 0; c < kv_dim / QK; ++c)
-                    reinterpret_cast<BlockQ8_0*>(kv.v(b, 0) + size_t(j) * kv.row_bytes())[c].d = fp32_to_fp16(0.01f);
-        }
     const int group = 7, tokens = (nq + group - 1) / group;
     std::vector<float> q(size_t(nq) * hd), out(q.size());
     for (float& x : q) x = nd(rng);
@@ -328,6 +343,70 @@ void BM_Attention(benchmark::State& state) {
     }
     state.counters["GFLOP/s"] = benchmark::Counter(4.0 * hd * nq * n_pos, benchmark::Counter::kIsIterationInvariantRate);
     state.SetLabel(std::string(dtype_name(type)) + " " + isa_name(isa));
+    set_isa(best_isa());
+}
+
+// Decode's attention at a long context, as forward() runs it: every layer's query groups (7 heads of one
+// token per KV head) over 16,000 cached positions of the 0.5B shape (24 layers, 2 KV heads, head dim 64),
+// one KV head per thread. The whole cache (196 MB f16) is far larger than L3, so each layer's keys and
+// values come from DRAM, as they do for a token at that depth (BM_Attention above is the cache-resident
+// case). range: 0 = cache type (0 f32, 1 f16, 2 q8_0), 1 = isa, 2 = threads (1: both heads on one).
+// Time is one token's attention over all layers; ns/pos/layer divides it by positions x layers.
+void BM_AttentionLong(benchmark::State& state) {
+    const Isa isa = Isa(state.range(1));
+    if (int(isa) > int(best_isa())) {
+        state.SkipWithError("isa not supported");
+        return;
+    }
+    set_isa(isa);
+    const DType type = state.range(0) == 0 ? DType::F32 : state.range(0) == 1 ? DType::F16 : DType::Q8_0;
+    const int threads = int(state.range(2));
+    constexpr int n_layers = 24, n_kv_heads = 2, hd = 64, bs = 16, n_pos = 16000, nq = 7;
+    constexpr int n_blocks = (n_pos + bs - 1) / bs;
+    // One cache per type, kept across the instances (filling 200 M values takes seconds).
+    static std::map<DType, std::unique_ptr<KVCache>> caches;
+    std::unique_ptr<KVCache>& kv = caches[type];
+    if (!kv) {
+        kv = std::make_unique<KVCache>(KVConfig{.n_layers = n_layers, .kv_dim = n_kv_heads * hd, .block_size = bs,
+                                                .type = type, .n_blocks = n_blocks});
+        for (int b = 0; b < n_blocks; ++b) kv->alloc();
+        fill_attention_cache(*kv, n_layers, n_blocks);
+    }
+    std::vector<int32_t> table(n_blocks);
+    for (int b = 0; b < n_blocks; ++b) table[b] = b;
+    std::mt19937 rng(5);
+    std::uniform_real_distribution<float> ud(-1, 1);
+    std::vector<float> q(size_t(n_kv_heads) * nq * hd), out(q.size());
+    for (float& x : q) x = ud(rng);
+    QueryGroup groups[n_kv_heads];
+    for (int h = 0; h < n_kv_heads; ++h) {
+        groups[h].n = nq;
+        for (int i = 0; i < nq; ++i) {
+            groups[h].q[i] = &q[(size_t(h) * nq + i) * hd];
+            groups[h].out[i] = &out[(size_t(h) * nq + i) * hd];
+            groups[h].n_pos[i] = n_pos;
+        }
+    }
+    const HeadAttention base{kv.get(), 0, table, n_pos, 0, hd};
+    std::vector<float> scratch(attend_group_scratch(base) * n_kv_heads);
+    auto heads = [&](int h0, int h1) {
+        for (int l = 0; l < n_layers; ++l)
+            for (int h = h0; h < h1; ++h) {
+                HeadAttention a = base;
+                a.layer = l, a.kv_head = h;
+                attend_group(a, groups[h], scratch.data() + attend_group_scratch(base) * h);
+            }
+    };
+    double seconds = 0;
+    for (auto _ : state) {
+        const auto t0 = std::chrono::steady_clock::now();
+        if (threads == 1) heads(0, n_kv_heads);
+        else pool().run([&](int i, int n) { heads(i * n_kv_heads / n, (i + 1) * n_kv_heads / n); });
+        benchmark::DoNotOptimize(out.data());
+        seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
+    state.counters["ns/pos/layer"] = seconds * 1e9 / (double(state.iterations()) * n_pos * n_layers);
+    state.SetLabel(std::string(dtype_name(type)) + " " + isa_name(isa) + " " + std::to_string(threads) + "T");
     set_isa(best_isa());
 }
 
@@ -489,6 +568,7 @@ BENCHMARK(BM_PrefixCache)->ArgsProduct({{1024, 16384, 131072}, {0, 1}})->Unit(be
 BENCHMARK(BM_Sample)->DenseRange(0, 2)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_SampleVerifyRows)->DenseRange(0, 1)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_Attention)->ArgsProduct({{7, 63}, {1544}, {0, 1, 2}, {1, 2}})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_AttentionLong)->ArgsProduct({{0, 1, 2}, {1, 2}, {1, 2}})->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Stories260KStep)->UseRealTime();
 BENCHMARK(BM_Matmul)->Name("Decode")->Apply(decode_args)->Unit(benchmark::kMicrosecond)->UseManualTime();
 BENCHMARK(BM_MatmulCold)->Name("DecodeCold")->Apply(cold_args)->Unit(benchmark::kMicrosecond)->UseManualTime();

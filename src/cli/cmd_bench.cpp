@@ -9,6 +9,7 @@
 #include <numeric>
 #include <optional>
 #include <random>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -21,6 +22,7 @@
 #include "sample/sampler.h"
 #include "tensor/bandwidth.h"
 #include "tensor/matmul.h"
+#include "util/huge_pages.h"
 #include "util/error.h"
 
 namespace flint::cli {
@@ -36,6 +38,7 @@ struct BenchOptions {
     bool no_bandwidth = false;
     bool fill_kv = false;
     bool stages = false;  // time the decode repetitions' forward passes stage by stage
+    int paired = 0;       // decode tokens timed one by one, each against a read of the weights' bytes after it
 };
 
 struct Stat {
@@ -56,14 +59,68 @@ Stat stats(std::vector<double> v) {
 
 using Clock = std::chrono::steady_clock;
 
+double median_of(std::vector<double> v) { return stats(std::move(v)).median; }
+
+// --paired: decode against the memory of the same ~10 ms. On a shared host whose bandwidth moves within
+// seconds, a repetition of 128 tokens and the probe after it can see different states; here every token is
+// timed alone and followed at once by one streaming read of as many bytes as its step reads (the weights,
+// from a buffer of that size on huge pages, like them), and the ratio is taken token by token. The halves
+// split the pairs by their read's speed, so the faster and slower moments of the run are told apart.
+struct PairedHalf {
+    double ratio = 0, read_gbs = 0;  // medians
+};
+struct Paired {
+    int tokens = 0;
+    PairedHalf all, faster, slower;
+    double p10 = 0, p90 = 0;  // of the ratios
+};
+
+template <typename Decode>
+Paired paired_decode(int n, size_t weight_bytes, ThreadPool* pool, Decode& decode_from) {
+    HugeBuffer buf(weight_bytes);
+    std::memset(buf.data(), 1, buf.size());  // resident before the first pair
+    struct Pair {
+        double ratio, read_gbs;
+    };
+    std::vector<Pair> pairs;
+    for (int i = 0; i < n; ++i) {
+        const auto t0 = Clock::now();
+        decode_from(i, 1);
+        const double step = std::chrono::duration<double>(Clock::now() - t0).count();
+        const double read = stream_read_seconds(pool, buf.data(), buf.size());
+        pairs.push_back({read / step, double(buf.size()) / read / 1e9});
+    }
+    auto half = [](std::span<const Pair> ps) {
+        std::vector<double> r, g;
+        for (const Pair& p : ps) r.push_back(p.ratio), g.push_back(p.read_gbs);
+        return PairedHalf{median_of(r), median_of(g)};
+    };
+    Paired out;
+    out.tokens = n;
+    out.all = half(pairs);
+    std::vector<double> ratios;
+    for (const Pair& p : pairs) ratios.push_back(p.ratio);
+    std::sort(ratios.begin(), ratios.end());
+    out.p10 = ratios[size_t(0.1 * (n - 1) + 0.5)];
+    out.p90 = ratios[size_t(0.9 * (n - 1) + 0.5)];
+    std::sort(pairs.begin(), pairs.end(), [](const Pair& a, const Pair& b) { return a.read_gbs < b.read_gbs; });
+    const std::span<const Pair> all(pairs);
+    out.slower = half(all.first(size_t(n) / 2));
+    out.faster = half(all.subspan(size_t(n) / 2));
+    return out;
+}
+
 void bench(const BenchOptions& o) {
     ModelOptions mo = o.model;
-    if (mo.ctx == 0) mo.ctx = o.depth + o.n_prompt + o.n_gen + 16;
+    if (o.paired == 1) fail("--paired needs at least 2 tokens (it compares the faster and slower half of them)");
+    const int n_decode = std::max(o.n_gen, o.paired);  // the decode positions after the depth context
+    if (mo.ctx == 0) mo.ctx = o.depth + o.n_prompt + n_decode + 16;
     LoadedModel lm = load_model(mo, !o.json);
     const Model& m = *lm.model;
     const int V = m.config.n_vocab;
-    if (o.depth + o.n_prompt + o.n_gen > lm.ctx)
-        fail("-d + -p + -n = ", o.depth + o.n_prompt + o.n_gen, " exceeds the context ", lm.ctx);
+    if (o.depth + o.n_prompt + n_decode > lm.ctx)
+        fail(o.paired > o.n_gen ? "-d + -p + --paired = " : "-d + -p + -n = ", o.depth + o.n_prompt + n_decode,
+             " exceeds the context ", lm.ctx);
     std::mt19937 rng(1234);
     std::uniform_int_distribution<int32_t> pick(0, V - 1);
     std::vector<int32_t> prompt(std::max(o.n_prompt, std::min(o.depth, 512)));
@@ -76,14 +133,18 @@ void bench(const BenchOptions& o) {
         SeqBatch sb{std::span<const int32_t>(prompt).first(n), pos0, lm.blocks, Logits::Last};
         forward(m, {&sb, 1}, *lm.kv, scratch, lm.pool.get(), logits.data());
     };
-    // Decode n tokens after the depth context, greedy, one forward each.
-    auto decode = [&](int n) {
-        int32_t tok = pick(rng);
-        for (int i = 0; i < n; ++i) {
+    // Decode n tokens at positions depth + first.., greedy, one forward each.
+    int32_t tok = pick(rng);
+    auto decode_from = [&](int first, int n) {
+        for (int i = first; i < first + n; ++i) {
             SeqBatch sb{std::span<const int32_t>(&tok, 1), o.depth + i, lm.blocks, Logits::Last};
             forward(m, {&sb, 1}, *lm.kv, scratch, lm.pool.get(), logits.data());
             tok = argmax(logits.data(), V);
         }
+    };
+    auto decode = [&](int n) {
+        tok = pick(rng);
+        decode_from(0, n);
     };
     // The depth context, filled once and not timed (512 tokens per forward).
     for (int p = 0; p < o.depth; p += 512) {
@@ -123,6 +184,7 @@ void bench(const BenchOptions& o) {
         if (probe) bws.push_back(probe->best_gbs(lm.pool.get(), 3));
     }
     probe.reset();
+    const Paired paired = o.paired > 0 ? paired_decode(o.paired, m.weights.matrix_bytes, lm.pool.get(), decode_from) : Paired{};
     if (o.fill_kv)  // every KV page resident, as with a full context
         std::memset(lm.kv->k(0, 0), 0, lm.kv->block_bytes() * static_cast<size_t>(lm.kv->n_blocks()));
     MemoryUse mem = memory_use();
@@ -161,6 +223,14 @@ void bench(const BenchOptions& o) {
                             {"decode_fraction_per_rep", fractions},
                             {"ctx", lm.ctx},                   {"kv_bytes", lm.kv->block_bytes() * lm.kv->n_blocks()},
                             {"rss_bytes", mem.rss},            {"peak_rss_bytes", mem.peak_rss}};
+        if (paired.tokens > 0)
+            j["paired"] = {{"tokens", paired.tokens},
+                           {"decode_over_read_median", paired.all.ratio},
+                           {"decode_over_read_p10", paired.p10},
+                           {"decode_over_read_p90", paired.p90},
+                           {"read_gb_s_median", paired.all.read_gbs},
+                           {"faster_half", {{"decode_over_read_median", paired.faster.ratio}, {"read_gb_s_median", paired.faster.read_gbs}}},
+                           {"slower_half", {{"decode_over_read_median", paired.slower.ratio}, {"read_gb_s_median", paired.slower.read_gbs}}}};
         if (!stage_us.empty()) {
             nlohmann::json st = nlohmann::json::object();
             for (const auto& [name, us] : stage_us) st[name] = us;
@@ -201,6 +271,13 @@ void bench(const BenchOptions& o) {
                         o.depth > 0 ? " (plus the KV cache of the depth context)" : "");
         }
     }
+    if (paired.tokens > 0)
+        std::printf("\npaired: %d decode tokens, each against one read of the weights' %.1f MiB right after it (%d threads): "
+                    "decode / read %.1f%% median (p10 %.1f%%, p90 %.1f%%), reads %.2f GB/s median; in the faster half of the "
+                    "reads (%.2f GB/s) %.1f%%, in the slower half (%.2f GB/s) %.1f%%\n",
+                    paired.tokens, m.weights.matrix_bytes / 1048576.0, threads, 100 * paired.all.ratio, 100 * paired.p10,
+                    100 * paired.p90, paired.all.read_gbs, paired.faster.read_gbs, 100 * paired.faster.ratio,
+                    paired.slower.read_gbs, 100 * paired.slower.ratio);
 }
 
 }  // namespace
@@ -220,6 +297,14 @@ CLI::App* register_bench(CLI::App& app) {
     cmd->add_flag("--stages", o->stages,
                   "Also time the decode repetitions stage by stage (norms, q/k/v, attention, FFN, head...): where a step "
                   "goes; adds one clock read per stage");
+    cmd->add_option("--paired", o->paired,
+                    "After the repetitions, time N decode tokens one by one, each followed at once by a read of as many "
+                    "bytes as its step reads, and report decode / read token by token (median, and in the faster and "
+                    "slower half of the reads): decode against the memory of the same moments, for hosts whose "
+                    "bandwidth moves within seconds. The read's buffer is as large as the weights (allocated for "
+                    "this only); at a depth the step also reads the KV cache, which the ratio does not count. "
+                    "Meaningful for models larger than the last-level cache")
+        ->check(CLI::Range(0, 1 << 16));
     cmd->require_subcommand(0, 1);
     cmd->callback([o, cmd] {
         if (cmd->get_subcommands().empty()) bench(*o);

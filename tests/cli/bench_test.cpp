@@ -1,5 +1,5 @@
 // `flint bench`: the JSON report, the depth option (decode after a long context) and its limits, the
-// bandwidth probe beside every repetition, and `bench edit`'s rows.
+// bandwidth probe beside every repetition, decode paired token by token with reads, and `bench edit`'s rows.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -88,6 +88,43 @@ TEST(Bench, DepthBeyondTheContextIsRefused) {
     EXPECT_NE(r.exit_code, 0);
     const std::string msg = read_text(err);
     EXPECT_NE(msg.find("-d + -p + -n = 212 exceeds the context 128"), std::string::npos) << msg;
+}
+
+// --paired: tokens timed one by one, each against a read of the weights' bytes after it; the report's
+// figures are consistent (the halves split the pairs by read speed, the percentiles bracket the median), the
+// default context makes room for the pairs, and too few pairs or too small a context are refused.
+TEST(Bench, PairedDecodeAgainstAReadOfTheSameBytes) {
+    FLINT_REQUIRE_SHARED("models/stories260K.gguf");
+    const std::string m = shared_path("models/stories260K.gguf");
+    CommandResult r = run_flint("bench -m " + m + " -t 2 -p 0 -n 4 -r 1 --no-bandwidth --paired 40 --json");
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    const auto j = nlohmann::json::parse(r.out);
+    ASSERT_TRUE(j.contains("paired")) << r.out;
+    const auto& p = j["paired"];
+    EXPECT_EQ(p["tokens"], 40);
+    EXPECT_GE(j["ctx"].get<int>(), 40);
+    const double med = p["decode_over_read_median"].get<double>();
+    EXPECT_GT(med, 0);
+    EXPECT_LE(p["decode_over_read_p10"].get<double>(), med);
+    EXPECT_GE(p["decode_over_read_p90"].get<double>(), med);
+    EXPECT_GT(p["slower_half"]["read_gb_s_median"].get<double>(), 0);
+    const double fast = p["faster_half"]["read_gb_s_median"].get<double>(), all = p["read_gb_s_median"].get<double>();
+    EXPECT_GT(fast, p["slower_half"]["read_gb_s_median"].get<double>());  // distinct timings: a strict split
+    EXPECT_GE(fast, all);
+    EXPECT_LE(p["slower_half"]["read_gb_s_median"].get<double>(), all);
+    EXPECT_GT(p["faster_half"]["decode_over_read_median"].get<double>(), 0);
+
+    CommandResult text = run_flint("bench -m " + m + " -t 1 -p 0 -n 4 -r 1 --no-bandwidth --paired 8");
+    ASSERT_EQ(text.exit_code, 0) << text.out;
+    EXPECT_NE(text.out.find("paired: 8 decode tokens"), std::string::npos) << text.out;
+
+    const std::string err = ::testing::TempDir() + "/bench_paired.err";
+    CommandResult one = run_flint("bench -m " + m + " -t 1 -p 0 -n 4 -r 1 --no-bandwidth --paired 1", err);
+    EXPECT_NE(one.exit_code, 0);
+    EXPECT_NE(read_text(err).find("--paired needs at least 2 tokens"), std::string::npos) << read_text(err);
+    CommandResult big = run_flint("bench -m " + m + " -t 1 -c 64 -p 8 -n 4 -r 1 --no-bandwidth --paired 100", err);
+    EXPECT_NE(big.exit_code, 0);
+    EXPECT_NE(read_text(err).find("-d + -p + --paired = 108 exceeds the context 64"), std::string::npos) << read_text(err);
 }
 
 // The bandwidth probe runs after every repetition; the decode fraction is the median of the per-repetition

@@ -24,8 +24,8 @@ run() {  # name, command...
   grep -vE '^flint: (loading|llama|qwen2|[0-9.]+ MiB)' "$OUT/$name.txt" | tail -n 12 | tee -a "$OUT/summary.txt"
 }
 run stories-speed  "$FLINT" bench -m $STORIES -p 128 -n 256 -r 5 -t 1
-run q8-speed       "$FLINT" bench -m $Q8 -p 512 -n 64 -r 3 -t 2
-run q4-speed       "$FLINT" bench -m $Q4 -p 512 -n 64 -r 3 -t 2
+run q8-speed       "$FLINT" bench -m $Q8 -p 512 -n 64 -r 3 -t 2 --paired 200  # + decode against a read, token by token
+run q4-speed       "$FLINT" bench -m $Q4 -p 512 -n 64 -r 3 -t 2 --paired 200
 run q5-speed       "$FLINT" bench -m $MODELS/q05-q4_k.gguf -p 512 -n 64 -r 3 -t 2
 run q15-q4k-speed  "$FLINT" bench -m $MODELS/q15-q4_k.gguf -p 128 -n 32 -r 3 -t 2
 run q15-q5k-speed  "$FLINT" bench -m $MODELS/q15-q5_k.gguf -p 128 -n 32 -r 3 -t 2

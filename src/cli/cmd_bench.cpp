@@ -272,10 +272,10 @@ void bench(const BenchOptions& o) {
         }
     }
     if (paired.tokens > 0)
-        std::printf("\npaired: %d decode tokens, each against one read of the weights' %.1f MiB right after it (%d threads): "
+        std::printf("\npaired: %d decode tokens, each against one read of the weights' %.1f MiB right after it (%d thread%s): "
                     "decode / read %.1f%% median (p10 %.1f%%, p90 %.1f%%), reads %.2f GB/s median; in the faster half of the "
                     "reads (%.2f GB/s) %.1f%%, in the slower half (%.2f GB/s) %.1f%%\n",
-                    paired.tokens, m.weights.matrix_bytes / 1048576.0, threads, 100 * paired.all.ratio, 100 * paired.p10,
+                    paired.tokens, m.weights.matrix_bytes / 1048576.0, threads, threads == 1 ? "" : "s", 100 * paired.all.ratio, 100 * paired.p10,
                     100 * paired.p90, paired.all.read_gbs, paired.faster.read_gbs, 100 * paired.faster.ratio,
                     paired.slower.read_gbs, 100 * paired.slower.ratio);
 }

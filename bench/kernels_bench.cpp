@@ -39,6 +39,17 @@ ThreadPool& pool() {
     return p;
 }
 
+// Selects the kernel path a benchmark asks for (its caller restores best_isa()), or marks the benchmark
+// skipped on a CPU without it.
+bool use_isa(benchmark::State& state, Isa isa) {
+    if (int(isa) > int(best_isa())) {
+        state.SkipWithError("isa not supported");
+        return false;
+    }
+    set_isa(isa);
+    return true;
+}
+
 // Random quantized weights; the content does not change the speed, only the type does. Quantizing
 // 136M elements with the reference K-quant search is slow, so one random row is quantized and
 // copied (the bytes are streamed all the same).
@@ -86,11 +97,7 @@ void BM_Matmul(benchmark::State& state) {
     const DType t = kTypes[state.range(0)];
     const int64_t rows = state.range(1), cols = state.range(2), nt = state.range(3);
     const Isa isa = Isa(state.range(4));
-    if (int(isa) > int(best_isa())) {
-        state.SkipWithError("isa not supported");
-        return;
-    }
-    set_isa(isa);
+    if (!use_isa(state, isa)) return;
     const Weights w = make_weights(t, rows, cols, 1);
     const auto x = make_acts(nt * cols);
     std::vector<float> y(size_t(rows * nt));
@@ -171,11 +178,7 @@ void BM_MatmulCpu(benchmark::State& state) {
     const DType t = kTypes[state.range(0)];
     const int64_t rows = state.range(1), cols = state.range(2), nt = state.range(3);
     const Isa isa = Isa(state.range(4));
-    if (int(isa) > int(best_isa())) {
-        state.SkipWithError("isa not supported");
-        return;
-    }
-    set_isa(isa);
+    if (!use_isa(state, isa)) return;
     const Weights w = make_weights(t, rows, cols, 1);
     const auto x = make_acts(nt * cols);
     std::vector<float> y(size_t(rows * nt));
@@ -204,11 +207,7 @@ void BM_ReadCpu(benchmark::State& state) {
 void BM_ModelDecode(benchmark::State& state) {
     const DType t = kTypes[state.range(0)];
     const Isa isa = Isa(state.range(1));
-    if (int(isa) > int(best_isa())) {
-        state.SkipWithError("isa not supported");
-        return;
-    }
-    set_isa(isa);
+    if (!use_isa(state, isa)) return;
     struct Shape { int64_t rows, cols; };
     const Shape layer[] = {{896, 896}, {128, 896}, {128, 896}, {896, 896}, {4864, 896}, {4864, 896}, {896, 4864}};
     std::vector<Weights> ws;
@@ -310,11 +309,7 @@ void fill_attention_cache(KVCache& kv, int n_layers, int n_blocks) {
 // in L2, as it does for the layer being attended. 3 = isa. GFLOP/s counts 4 * head_dim per (query, position).
 void BM_Attention(benchmark::State& state) {
     const Isa isa = Isa(state.range(3));
-    if (int(isa) > int(best_isa())) {
-        state.SkipWithError("isa not supported");
-        return;
-    }
-    set_isa(isa);
+    if (!use_isa(state, isa)) return;
     const int nq = int(state.range(0)), n_pos = int(state.range(1));
     const DType type = state.range(2) == 0 ? DType::F32 : state.range(2) == 1 ? DType::F16 : DType::Q8_0;
     constexpr int hd = 64, kv_dim = 128, bs = 16;
@@ -354,11 +349,7 @@ void BM_Attention(benchmark::State& state) {
 // Time is one token's attention over all layers; ns/pos/layer divides it by positions x layers.
 void BM_AttentionLong(benchmark::State& state) {
     const Isa isa = Isa(state.range(1));
-    if (int(isa) > int(best_isa())) {
-        state.SkipWithError("isa not supported");
-        return;
-    }
-    set_isa(isa);
+    if (!use_isa(state, isa)) return;
     const DType type = state.range(0) == 0 ? DType::F32 : state.range(0) == 1 ? DType::F16 : DType::Q8_0;
     const int threads = int(state.range(2));
     constexpr int n_layers = 24, n_kv_heads = 2, hd = 64, bs = 16, n_pos = 16000, nq = 7;

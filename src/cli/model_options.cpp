@@ -60,11 +60,7 @@ void apply_decode_prefetch(const std::string& value) {
 
 bool decode_prefetch_in_use() { return active_isa() == Isa::AVX512 && decode_prefetch(); }
 
-std::string kernels_label() {
-    std::string s = isa_name(active_isa());
-    if (decode_prefetch_in_use()) s += "+prefetch";
-    return s;
-}
+std::string kernels_label() { return kernel_path_name(active_isa(), decode_prefetch_in_use()); }
 
 MemoryUse memory_use() {
     MemoryUse u;

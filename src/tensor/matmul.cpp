@@ -124,6 +124,10 @@ const char* isa_name(Isa isa) {
     return "?";
 }
 
+std::string kernel_path_name(Isa isa, bool decode_prefetch) {
+    return std::string(isa_name(isa)) + (decode_prefetch ? "+prefetch" : "");
+}
+
 namespace {
 
 void check_weight(const WeightView& w) {

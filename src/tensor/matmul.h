@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
 
 #include "tensor/dtype.h"
 
@@ -59,5 +60,8 @@ const char* isa_name(Isa isa);
 enum class DecodePrefetch { Auto, On, Off };
 void set_decode_prefetch(DecodePrefetch p);
 bool decode_prefetch();  // whether the AVX-512 path prefetches for one token now (it has effect only there)
+// A kernel path as stats lines and test names print it: the ISA's name, plus "+prefetch" with the one-token
+// weight prefetch (which exists on AVX-512 only: pass whether it is on there).
+std::string kernel_path_name(Isa isa, bool decode_prefetch);
 
 }  // namespace flint

@@ -54,9 +54,7 @@ struct KernelPath {
         set_isa(isa);
         set_decode_prefetch(prefetch);
     }
-    std::string name() const {
-        return std::string(isa_name(isa)) + (prefetch == DecodePrefetch::On ? "+prefetch" : "");
-    }
+    std::string name() const { return kernel_path_name(isa, prefetch == DecodePrefetch::On); }
 };
 inline std::vector<KernelPath> kernel_paths() {
     std::vector<KernelPath> v;

@@ -5,7 +5,10 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <memory>
 #include <vector>
 
@@ -79,6 +82,40 @@ double ReadProbe::best_gbs(ThreadPool* pool, int passes) const {
 
 double measure_read_bandwidth_gbs(ThreadPool* pool, size_t bytes, int passes) {
     return ReadProbe(bytes).best_gbs(pool, passes);
+}
+
+size_t parse_cache_size(const char* text) {
+    char* end = nullptr;
+    const unsigned long long n = std::strtoull(text, &end, 10);
+    if (end == text) return 0;
+    size_t unit = 1;
+    if (*end == 'K') unit = size_t(1) << 10, ++end;
+    else if (*end == 'M') unit = size_t(1) << 20, ++end;
+    else if (*end == 'G') unit = size_t(1) << 30, ++end;
+    while (*end == '\n' || *end == ' ') ++end;
+    return *end == '\0' ? size_t(n) * unit : 0;
+}
+
+size_t last_level_cache_bytes() {
+    int best_level = 0;
+    size_t bytes = 0;
+    for (int i = 0; i < 16; ++i) {
+        const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/";
+        auto read = [&](const char* name) {
+            char buf[64] = {};
+            FILE* f = std::fopen((dir + name).c_str(), "r");
+            if (!f) return std::string();
+            const size_t n = std::fread(buf, 1, sizeof(buf) - 1, f);
+            std::fclose(f);
+            return std::string(buf, n);
+        };
+        const std::string level = read("level");
+        if (level.empty()) break;
+        const int l = std::atoi(level.c_str());
+        const size_t size = parse_cache_size(read("size").c_str());
+        if (l > best_level && size > 0) best_level = l, bytes = size;
+    }
+    return bytes;
 }
 
 }  // namespace flint

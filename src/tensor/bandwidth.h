@@ -30,4 +30,10 @@ private:
 // read of the very same bytes, interleaved, so both see the same machine state (other load, caches).
 double stream_read_seconds(ThreadPool* pool, const void* data, size_t bytes);
 
+// The largest CPU cache level's size in bytes, as Linux reports it for CPU 0 (/sys/devices/system/cpu/cpu0/
+// cache/index*/size), or 0 when it cannot be read. A read over fewer bytes than this is partly a cache read.
+size_t last_level_cache_bytes();
+// A sysfs cache size ("32768K", "1M", "512") in bytes; 0 when it is not one.
+size_t parse_cache_size(const char* text);
+
 }  // namespace flint

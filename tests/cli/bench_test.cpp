@@ -92,7 +92,8 @@ TEST(Bench, DepthBeyondTheContextIsRefused) {
 
 // --paired: tokens timed one by one, each against a read of the weights' bytes after it; the report's
 // figures are consistent (the halves split the pairs by read speed, the percentiles bracket the median), the
-// default context makes room for the pairs, and too few pairs or too small a context are refused.
+// default context makes room for the pairs, weights that fit in the last-level cache are warned about, and too
+// few pairs or too small a context are refused.
 TEST(Bench, PairedDecodeAgainstAReadOfTheSameBytes) {
     FLINT_REQUIRE_SHARED("models/stories260K.gguf");
     const std::string m = shared_path("models/stories260K.gguf");
@@ -114,11 +115,14 @@ TEST(Bench, PairedDecodeAgainstAReadOfTheSameBytes) {
     EXPECT_LE(p["slower_half"]["read_gb_s_median"].get<double>(), all);
     EXPECT_GT(p["faster_half"]["decode_over_read_median"].get<double>(), 0);
 
-    CommandResult text = run_flint("bench -m " + m + " -t 1 -p 0 -n 4 -r 1 --no-bandwidth --paired 8");
+    const std::string err = ::testing::TempDir() + "/bench_paired.err";
+    CommandResult text = run_flint("bench -m " + m + " -t 1 -p 0 -n 4 -r 1 --no-bandwidth --paired 8", err);
     ASSERT_EQ(text.exit_code, 0) << text.out;
     EXPECT_NE(text.out.find("paired: 8 decode tokens"), std::string::npos) << text.out;
+    // stories260K's 1 MiB of weights fit in any last-level cache: said so, where the cache size is known.
+    if (p["last_level_cache_bytes"].get<size_t>() > 0)
+        EXPECT_NE(read_text(err).find("smaller than the"), std::string::npos) << read_text(err);
 
-    const std::string err = ::testing::TempDir() + "/bench_paired.err";
     CommandResult one = run_flint("bench -m " + m + " -t 1 -p 0 -n 4 -r 1 --no-bandwidth --paired 1", err);
     EXPECT_NE(one.exit_code, 0);
     EXPECT_NE(read_text(err).find("--paired needs at least 2 tokens"), std::string::npos) << read_text(err);

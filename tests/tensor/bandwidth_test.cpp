@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
+#include <string>
 
 #include "tensor/bandwidth.h"
 
@@ -23,12 +25,9 @@ TEST(CacheSize, ParsesSysfsSizes) {
 TEST(CacheSize, LastLevelFromSysfs) {
     const std::filesystem::path l1 = "/sys/devices/system/cpu/cpu0/cache/index0/size";
     if (!std::filesystem::exists(l1)) GTEST_SKIP() << "no " << l1;
-    char buf[64] = {};
-    FILE* f = std::fopen(l1.c_str(), "r");
-    ASSERT_NE(f, nullptr);
-    const size_t n = std::fread(buf, 1, sizeof(buf) - 1, f);
-    std::fclose(f);
-    const size_t level1 = parse_cache_size(std::string(buf, n).c_str());
-    ASSERT_GT(level1, 0u);
+    std::string text;
+    std::ifstream(l1) >> text;
+    const size_t level1 = parse_cache_size(text.c_str());
+    ASSERT_GT(level1, 0u) << "unreadable or unparsable: " << l1 << " (\"" << text << "\")";
     EXPECT_GE(last_level_cache_bytes(), level1);
 }

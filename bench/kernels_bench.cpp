@@ -304,15 +304,16 @@ void fill_attention_cache(KVCache& kv, int n_layers, int n_blocks) {
 
 // One attention unit as forward() runs it (tests/model/attention_test.cpp checks the results): the query
 // heads of one KV head for a few consecutive tokens, over n_pos cached positions of the 0.5B shape
-// (head dim 64, block 16). range: 0 = queries (7 heads x tokens; 63 = a draft block's tile of 9 tokens),
-// 1 = positions, 2 = cache type (0 f32, 1 f16, 2 q8_0). One thread; the cache (~0.4 MB at 1.5k) stays
-// in L2, as it does for the layer being attended. 3 = isa. GFLOP/s counts 4 * head_dim per (query, position).
+// (head dim 64, block 16). range: 0 = queries (7 heads x tokens; 63 = a draft block's tile of 9 tokens;
+// 1 = a decode token of a model with one query head per KV head), 1 = positions, 2 = cache type (0 f32,
+// 1 f16, 2 q8_0), 3 = isa, 4 = head dim (48: TinyStories 15M). One thread; the cache (~0.4 MB at 1.5k)
+// stays in L2, as it does for the layer being attended. GFLOP/s counts 4 * head_dim per (query, position).
 void BM_Attention(benchmark::State& state) {
     const Isa isa = Isa(state.range(3));
     if (!use_isa(state, isa)) return;
     const int nq = int(state.range(0)), n_pos = int(state.range(1));
     const DType type = state.range(2) == 0 ? DType::F32 : state.range(2) == 1 ? DType::F16 : DType::Q8_0;
-    constexpr int hd = 64, kv_dim = 128, bs = 16;
+    const int hd = int(state.range(4)), kv_dim = 2 * hd, bs = 16;
     const int n_blocks = (n_pos + bs - 1) / bs;
     KVCache kv({.n_layers = 1, .kv_dim = kv_dim, .block_size = bs, .type = type, .n_blocks = n_blocks});
     std::vector<int32_t> table;
@@ -337,7 +338,7 @@ void BM_Attention(benchmark::State& state) {
         benchmark::DoNotOptimize(out.data());
     }
     state.counters["GFLOP/s"] = benchmark::Counter(4.0 * hd * nq * n_pos, benchmark::Counter::kIsIterationInvariantRate);
-    state.SetLabel(std::string(dtype_name(type)) + " " + isa_name(isa));
+    state.SetLabel(std::string(dtype_name(type)) + " " + isa_name(isa) + " hd" + std::to_string(hd));
     set_isa(best_isa());
 }
 
@@ -558,7 +559,7 @@ BENCHMARK(BM_PoolRun);
 BENCHMARK(BM_PrefixCache)->ArgsProduct({{1024, 16384, 131072}, {0, 1}})->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Sample)->DenseRange(0, 2)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_SampleVerifyRows)->DenseRange(0, 1)->Unit(benchmark::kMicrosecond)->UseRealTime();
-BENCHMARK(BM_Attention)->ArgsProduct({{7, 63}, {1544}, {0, 1, 2}, {1, 2}})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Attention)->ArgsProduct({{1, 7, 63}, {1544}, {0, 1, 2}, {1, 2}, {48, 64}})->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_AttentionLong)->ArgsProduct({{0, 1, 2}, {1, 2}, {1, 2}})->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Stories260KStep)->UseRealTime();
 BENCHMARK(BM_Matmul)->Name("Decode")->Apply(decode_args)->Unit(benchmark::kMicrosecond)->UseManualTime();

@@ -41,11 +41,18 @@ size_t attend_group_scratch(const HeadAttention& a);
 namespace detail {
 // Positions the AVX-512 kernel scores per online-softmax step (its scratch holds that many keys and values).
 constexpr int kAttendSpan = 64;
+// The largest divisor of n that is at most cap: how many of a head's value registers a kernel's pass takes,
+// so the passes cover the head exactly (head dim 48 on AVX-512 is three registers: passes of one or three).
+constexpr int pass_divisor(int n, int cap) {
+    for (int d = n < cap ? n : cap; d > 1; --d)
+        if (n % d == 0) return d;
+    return 1;
+}
 // The scalar reference for one query (q, out: head_dim; scores: n_pos of scratch).
 void attend_head_scalar(const HeadAttention& a, const float* q, float* scores, float* out);
-// False when no compiled variant fits (block size 8/16/32, head dim 8/16/32/64/128).
+// False when no compiled variant fits (block size 8/16/32, head dim 8/16/24/32/48/64/80/96/128).
 bool attend_group_avx2(const HeadAttention& a, const QueryGroup& g, float* scratch);          // attention_avx2.cpp
-// False when no compiled variant fits (block size 16/32, head dim 16/32/64/128).
+// False when no compiled variant fits (block size 16/32, head dim 16/32/48/64/80/96/128).
 bool attend_group_avx512(const HeadAttention& a, const QueryGroup& g, float* scratch);        // attention_avx512.cpp
 }  // namespace detail
 

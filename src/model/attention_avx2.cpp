@@ -105,7 +105,7 @@ struct Span {
 template <int NV, int NQ>
 void pair_span(const QueryGroup& g, int i0, const Span& sv, __m256 scale, float* m, float* l, float* sc) {
     constexpr int hd = 8 * NV;
-    constexpr int kVPass = NV < 4 ? NV : 4;  // value registers per query per pass (2 x 4 accumulators)
+    constexpr int kVPass = pass_divisor(NV, 4);  // value registers per query per pass (2 x 4 accumulators)
     int ni[NQ];
     int lo = kSpan, hi = 0;
     for (int u = 0; u < NQ; ++u) {
@@ -251,8 +251,12 @@ bool attend_group_nc(const HeadAttention& a, const QueryGroup& g, float* scratch
     switch (a.head_dim) {
         case 8: attend_group_nv<NC, 1>(a, g, scratch); return true;
         case 16: attend_group_nv<NC, 2>(a, g, scratch); return true;
+        case 24: attend_group_nv<NC, 3>(a, g, scratch); return true;
         case 32: attend_group_nv<NC, 4>(a, g, scratch); return true;
+        case 48: attend_group_nv<NC, 6>(a, g, scratch); return true;  // TinyStories 15M
         case 64: attend_group_nv<NC, 8>(a, g, scratch); return true;
+        case 80: attend_group_nv<NC, 10>(a, g, scratch); return true;
+        case 96: attend_group_nv<NC, 12>(a, g, scratch); return true;
         case 128: attend_group_nv<NC, 16>(a, g, scratch); return true;
         default: return false;
     }

@@ -83,7 +83,7 @@ inline void prefetch_keys(const SpanView<T>* next, int d, int r0 = 0, int r1 = k
     if (!next || d % kDimsPerLine != 0) return;
     for (int r = r0; r < r1; ++r) prefetch_line(next->kt[r] + d * next->kt_stride);
     if constexpr (std::is_same_v<T, int8_t>) {
-        if (d % QK == 0)  // the keys' scales of the 32 dimensions that start here
+        if (d == 0 || (next->off + d) % QK == 0)  // the keys' scales of the cache's 32 dimensions from here
             for (int r = r0; r < r1; ++r)
                 prefetch_line(next->ks[r] + ((next->off + d) / QK - next->off / QK) * next->kt_stride);
     }
@@ -119,7 +119,7 @@ void pass_span(const QueryGroup& g, int i0, const SpanView<T>& sv, __m512 scale,
                const SpanView<T>* next) {
     constexpr int hd = 16 * NV;
     // Value registers per query per pass: 4 queries x 4 = 16 accumulators, or up to 8 queries x 2.
-    constexpr int kVPass = NQ > 4 ? (NV < 2 ? NV : 2) : (NV < 4 ? NV : 4);
+    constexpr int kVPass = pass_divisor(NV, NQ > 4 ? 2 : 4);
     int ni[NQ];
     int lo = kSpan, hi = 0;  // fewest / most positions of this span a query of the pass sees
     for (int u = 0; u < NQ; ++u) {
@@ -145,14 +145,18 @@ void pass_span(const QueryGroup& g, int i0, const SpanView<T>& sv, __m512 scale,
         for (int u = 0; u < NQ; ++u)
             for (int r = 0; r < kKPass; ++r) pa[u][r] = _mm512_setzero_ps();
         if constexpr (std::is_same_v<T, int8_t>) {
-            // Per 32-dimension block of the cache (or the part of one a narrow head has), its scales once.
+            // Per 32-dimension block of the cache (or the part of one a narrow head has), its scales once. A
+            // head 16 wide, or a multiple of 32, never straddles a block; one 48 or 80 wide starts mid-block
+            // every other head, and its runs end at the cache's block edges.
             constexpr int kChunk = hd < QK ? hd : QK;
-            for (int d0 = 0; d0 < hd; d0 += kChunk) {
+            constexpr bool kWhole = hd % QK == 0 || QK % hd == 0;
+            for (int d0 = 0, d1; d0 < hd; d0 = d1) {
+                d1 = kWhole ? d0 + kChunk : std::min<int>(hd, static_cast<int>(((sv.off + d0) / QK + 1) * QK - sv.off));
                 const int64_t blk = (sv.off + d0) / QK - sv.off / QK;
                 __m512 ks[kKPass];
                 for (int r = 0; r < kKPass; ++r)
                     ks[r] = r0 + r < nr ? load16(sv.ks[r0 + r] + blk * sv.kt_stride) : _mm512_setzero_ps();
-                for (int d = d0; d < d0 + kChunk; ++d) {
+                for (int d = d0; d < d1; ++d) {
                     if constexpr (kPrefetch) {
                         if (r0 == 0) prefetch_keys(next, d);
                     }
@@ -385,7 +389,10 @@ bool attend_group_bs(const HeadAttention& a, const QueryGroup& g, float* scratch
     switch (a.head_dim) {
         case 16: attend_group_nv<BS, 1>(a, g, scratch); return true;
         case 32: attend_group_nv<BS, 2>(a, g, scratch); return true;
+        case 48: attend_group_nv<BS, 3>(a, g, scratch); return true;  // TinyStories 15M
         case 64: attend_group_nv<BS, 4>(a, g, scratch); return true;
+        case 80: attend_group_nv<BS, 5>(a, g, scratch); return true;
+        case 96: attend_group_nv<BS, 6>(a, g, scratch); return true;
         case 128: attend_group_nv<BS, 8>(a, g, scratch); return true;
         default: return false;
     }

@@ -29,7 +29,7 @@ void check_grouped_kernel(GroupKernel kernel, std::initializer_list<int> head_di
             SCOPED_TRACE(testing::Message() << dtype_name(type) << " head dim " << hd << " block " << bs);
             // Two KV heads at least (Q8_0: kv_dim a multiple of 32, its 32-element blocks spanning heads when
             // they are narrower), the group reading the second.
-            const int kv_dim = std::max(2 * hd, 32), n_blocks = 10;
+            const int kv_dim = (2 * hd + QK - 1) / QK * QK, n_blocks = 10;
             KVCache kv({.n_layers = 1, .kv_dim = kv_dim, .block_size = bs, .type = type, .n_blocks = n_blocks});
             std::vector<int32_t> table;
             for (int b = 0; b < n_blocks; ++b) table.push_back(kv.alloc());
@@ -99,10 +99,10 @@ void check_grouped_kernel(GroupKernel kernel, std::initializer_list<int> head_di
 
 TEST(Attention, Avx2GroupedQueriesMatchReferenceAndAreBatchInvariant) {
     if (best_isa() == Isa::Scalar) GTEST_SKIP() << "this CPU has no AVX2";
-    check_grouped_kernel(detail::attend_group_avx2, {8, 16, 32, 64, 128}, {8, 16, 32});
+    check_grouped_kernel(detail::attend_group_avx2, {8, 16, 24, 32, 48, 64, 80, 96, 128}, {8, 16, 32});
 }
 
 TEST(Attention, Avx512GroupedQueriesMatchReferenceAndAreBatchInvariant) {
     if (best_isa() != Isa::AVX512) GTEST_SKIP() << "this CPU has no AVX-512";
-    check_grouped_kernel(detail::attend_group_avx512, {16, 64, 128}, {16, 32});
+    check_grouped_kernel(detail::attend_group_avx512, {16, 48, 64, 80, 96, 128}, {16, 32});
 }

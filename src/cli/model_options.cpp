@@ -6,6 +6,7 @@
 
 #include "cli/commands.h"
 #include "gguf/gguf.h"
+#include "model/attention.h"
 #include "tensor/matmul.h"
 #include "util/error.h"
 
@@ -110,6 +111,8 @@ LoadedModel load_model(const ModelOptions& o, bool progress) {
         std::fprintf(stderr, "flint: %s\nflint: %.1f MiB of weights, ctx %d, KV %s, %d thread%s, kernels %s, loaded in %.2f s\n",
                      describe(c).c_str(), lm.model->weights.matrix_bytes / 1048576.0, lm.ctx, o.kv_type.c_str(), threads,
                      threads == 1 ? "" : "s", kernels_label().c_str(), lm.load_seconds);
+    if (const std::string w = attention_fallback_warning(c.head_dim, kc.block_size); progress && !w.empty())
+        std::fprintf(stderr, "flint: warning: %s\n", w.c_str());
     if (progress) {
         const MappedFile& m = lm.model->file->mapping();
         if (m.residency() == Residency::Map) std::fprintf(stderr, "flint: weights mapped from the file (4 KiB pages)\n");

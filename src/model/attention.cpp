@@ -66,6 +66,18 @@ size_t attend_group_scratch(const HeadAttention& a) {
     return 2 * bs * a.head_dim + 2 * kMaxGroupQueries + kMaxGroupQueries * bs + static_cast<size_t>(a.n_pos);
 }
 
+Isa attention_isa(int head_dim, int block_size) {
+    if (active_isa() == Isa::AVX512 && detail::avx512_attention_fits(head_dim, block_size)) return Isa::AVX512;
+    if (active_isa() != Isa::Scalar && detail::avx2_attention_fits(head_dim, block_size)) return Isa::AVX2;
+    return Isa::Scalar;
+}
+
+std::string attention_fallback_warning(int head_dim, int block_size) {
+    if (active_isa() == Isa::Scalar || attention_isa(head_dim, block_size) != Isa::Scalar) return {};
+    return "no " + std::string(isa_name(active_isa())) + " attention kernel is compiled for heads " + std::to_string(head_dim) +
+           " wide (blocks of " + std::to_string(block_size) + "): attention runs the scalar reference, slow at long contexts";
+}
+
 void attend_group(const HeadAttention& a, const QueryGroup& g, float* scratch) {
     if (active_isa() == Isa::AVX512 && detail::attend_group_avx512(a, g, scratch)) return;
     if (active_isa() != Isa::Scalar && detail::attend_group_avx2(a, g, scratch)) return;

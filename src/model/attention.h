@@ -8,6 +8,9 @@
 #pragma once
 #include <cstdint>
 #include <span>
+#include <string>
+
+#include "tensor/matmul.h"
 
 namespace flint {
 
@@ -37,6 +40,12 @@ constexpr int kMaxGroupQueries = 64;
 // scratch: at least attend_group_scratch(a) floats.
 void attend_group(const HeadAttention& a, const QueryGroup& g, float* scratch);
 size_t attend_group_scratch(const HeadAttention& a);
+// The kernel attend_group() runs for heads head_dim wide in blocks of block_size under the active ISA
+// (Scalar: the reference, when no compiled variant fits).
+Isa attention_isa(int head_dim, int block_size);
+// Empty, or a warning for the log when attention_isa() falls back to the scalar reference although the CPU
+// runs vector kernels (a head width no kernel is compiled for: slow at long contexts).
+std::string attention_fallback_warning(int head_dim, int block_size);
 
 namespace detail {
 // Positions the AVX-512 kernel scores per online-softmax step (its scratch holds that many keys and values).
@@ -52,8 +61,10 @@ constexpr int pass_divisor(int n, int cap) {
 void attend_head_scalar(const HeadAttention& a, const float* q, float* scores, float* out);
 // False when no compiled variant fits (block size 8/16/32, head dim 8/16/24/32/48/64/80/96/128).
 bool attend_group_avx2(const HeadAttention& a, const QueryGroup& g, float* scratch);          // attention_avx2.cpp
+bool avx2_attention_fits(int head_dim, int block_size);
 // False when no compiled variant fits (block size 16/32, head dim 16/32/48/64/80/96/128).
 bool attend_group_avx512(const HeadAttention& a, const QueryGroup& g, float* scratch);        // attention_avx512.cpp
+bool avx512_attention_fits(int head_dim, int block_size);
 }  // namespace detail
 
 }  // namespace flint

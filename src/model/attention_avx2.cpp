@@ -263,6 +263,13 @@ bool attend_group_nc(const HeadAttention& a, const QueryGroup& g, float* scratch
 }
 }  // namespace
 
+// The cases of attend_group_nc() and attend_group_avx2() (tests/model/attention_test.cpp checks they agree).
+bool avx2_attention_fits(int head_dim, int block_size) {
+    const bool hd = head_dim % 8 == 0 && ((head_dim <= 32) || head_dim == 48 || head_dim == 64 || head_dim == 80 ||
+                                           head_dim == 96 || head_dim == 128);
+    return hd && head_dim > 0 && (block_size == 8 || block_size == 16 || block_size == 32);
+}
+
 bool attend_group_avx2(const HeadAttention& a, const QueryGroup& g, float* scratch) {
     switch (a.kv->block_size()) {
         case 8: return attend_group_nc<1>(a, g, scratch);

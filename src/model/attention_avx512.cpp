@@ -400,6 +400,12 @@ bool attend_group_bs(const HeadAttention& a, const QueryGroup& g, float* scratch
 
 }  // namespace
 
+// The cases of attend_group_bs() and attend_group_avx512() (tests/model/attention_test.cpp checks they agree).
+bool avx512_attention_fits(int head_dim, int block_size) {
+    const bool hd = head_dim % 16 == 0 && head_dim > 0 && head_dim <= 128 && head_dim != 112;
+    return hd && (block_size == 16 || block_size == 32);
+}
+
 bool attend_group_avx512(const HeadAttention& a, const QueryGroup& g, float* scratch) {
     switch (a.kv->block_size()) {
         case 16: return attend_group_bs<16>(a, g, scratch);

@@ -6,8 +6,9 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "model/model.h"
 #include "gguf/gguf.h"
+#include "model/attention.h"
+#include "model/model.h"
 #include "util/error.h"
 
 namespace flint::server {
@@ -99,6 +100,8 @@ std::shared_ptr<ModelEntry> ModelRegistry::load(const ModelSpec& spec, bool prog
         std::fprintf(stderr, "flint: model '%s' ready: %s, ctx %d, chat format %s, %.2f s\n", e->name.c_str(),
                      describe(model->config).c_str(), rc.ctx,
                      e->chat_format ? std::string(chat_format_name(*e->chat_format)).c_str() : "none (plain text)", s);
+        if (const std::string w = attention_fallback_warning(model->config.head_dim, rc.block_size); !w.empty())
+            std::fprintf(stderr, "flint: warning: model '%s': %s\n", e->name.c_str(), w.c_str());
     }
     std::lock_guard lk(mu_);
     models_.push_back(e);

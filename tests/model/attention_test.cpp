@@ -106,3 +106,46 @@ TEST(Attention, Avx512GroupedQueriesMatchReferenceAndAreBatchInvariant) {
     if (best_isa() != Isa::AVX512) GTEST_SKIP() << "this CPU has no AVX-512";
     check_grouped_kernel(detail::attend_group_avx512, {16, 48, 64, 80, 96, 128}, {16, 32});
 }
+
+// attention_isa() names the kernel attend_group() runs: each ISA's "fits" list agrees with what its
+// dispatch accepts, for every head width a multiple of 8 up to 256 and each block size.
+TEST(Attention, AttentionIsaNamesTheKernelThatRuns) {
+    struct Path {
+        Isa isa;
+        GroupKernel kernel;
+        bool (*fits)(int, int);
+    };
+    for (const Path& p : {Path{Isa::AVX2, detail::attend_group_avx2, detail::avx2_attention_fits},
+                          Path{Isa::AVX512, detail::attend_group_avx512, detail::avx512_attention_fits}}) {
+        if (best_isa() < p.isa) continue;
+        set_isa(p.isa);
+        for (int bs : {8, 16, 32})
+            for (int hd = 8; hd <= 256; hd += 8) {
+                SCOPED_TRACE(testing::Message() << isa_name(p.isa) << " head dim " << hd << " block " << bs);
+                KVCache kv({.n_layers = 1, .kv_dim = (hd + QK - 1) / QK * QK, .block_size = bs, .type = DType::F32, .n_blocks = 1});
+                std::vector<int32_t> table{kv.alloc()};
+                HeadAttention a{&kv, 0, table, 1, 0, hd};
+                std::vector<float> q(static_cast<size_t>(hd), 0.5f), out(q.size());
+                QueryGroup g;
+                g.n = 1;
+                g.q[0] = q.data();
+                g.out[0] = out.data();
+                g.n_pos[0] = 1;
+                std::vector<float> scratch(attend_group_scratch(a));
+                EXPECT_EQ(p.fits(hd, bs), p.kernel(a, g, scratch.data()));
+                EXPECT_EQ(p.fits(hd, bs), attention_isa(hd, bs) == p.isa);
+            }
+    }
+    set_isa(Isa::Scalar);
+    EXPECT_EQ(Isa::Scalar, attention_isa(64, 16));
+    set_isa(best_isa());
+    EXPECT_NE(Isa::Scalar, attention_isa(48, 16)) << "TinyStories 15M's heads";
+    EXPECT_EQ(Isa::Scalar, attention_isa(36, 16)) << "no kernel is compiled for 36";
+    // What run, bench and serve log at load.
+    EXPECT_EQ("", attention_fallback_warning(48, 16));
+    if (best_isa() != Isa::Scalar)
+        EXPECT_NE(std::string::npos, attention_fallback_warning(36, 16).find("heads 36 wide")) << attention_fallback_warning(36, 16);
+    set_isa(Isa::Scalar);
+    EXPECT_EQ("", attention_fallback_warning(36, 16)) << "the scalar path was asked for: nothing to warn about";
+    set_isa(best_isa());
+}

@@ -1,6 +1,7 @@
-// flint/client/ws_client.h — one WebSocket connection (Beast) driven from a single thread: sends are
-// queued and written in the background, frames are read while the caller waits for them with a timeout,
-// so a caller can watch the keyboard between frames and send response.cancel mid-stream.
+// flint/client/ws_client.h — one WebSocket connection driven from a single thread: a send is written at
+// once, frames are read while the caller waits for them with a timeout, so a caller can watch the keyboard
+// between frames and send response.cancel mid-stream. RFC 6455 framing of its own over a blocking socket
+// (Beast does the upgrade's HTTP): every frame is stamped when the read that brought it returned.
 #pragma once
 #include <chrono>
 #include <memory>
@@ -33,7 +34,7 @@ public:
     // Why the connection ended (empty while open).
     const std::string& close_reason() const;
 
-    void send(const std::string& text);  // queued; one write in flight
+    void send(const std::string& text);  // one masked text frame, written before it returns
     // The next frame, or nullopt when none arrived within timeout_ms or the connection is closed.
     std::optional<WsFrame> next(int timeout_ms);
     // Frames already received, without waiting.

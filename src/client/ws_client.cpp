@@ -282,8 +282,8 @@ void WsClient::close() {
             m.fill(static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count()) + 1);
             m.inbox.clear();
         }
-        m.open = true;  // whatever ended it, the client did
-        m.lost("closed by the client");
+        m.open = false;
+        m.reason = "closed by the client";  // whatever ended it last, the client did
     }
     boost::system::error_code ec;
     m.sock->close(ec);

@@ -63,6 +63,8 @@ TEST(WsClient, FramesOfOneSegmentAreStampedOnArrival) {
                                 << " ms after the first frame of its segment";
     }
     c.close();
+    EXPECT_FALSE(c.is_open());
+    EXPECT_EQ(c.close_reason(), "closed by the client");
     server.join();
 }
 

@@ -74,8 +74,8 @@ Isa attention_isa(int head_dim, int block_size) {
 
 std::string attention_fallback_warning(int head_dim, int block_size) {
     if (active_isa() == Isa::Scalar || attention_isa(head_dim, block_size) != Isa::Scalar) return {};
-    return "no " + std::string(isa_name(active_isa())) + " attention kernel is compiled for heads " + std::to_string(head_dim) +
-           " wide (blocks of " + std::to_string(block_size) + "): attention runs the scalar reference, slow at long contexts";
+    return "no vector attention kernel is compiled for heads " + std::to_string(head_dim) + " wide (blocks of " +
+           std::to_string(block_size) + "): attention runs the scalar reference, slow at long contexts";
 }
 
 void attend_group(const HeadAttention& a, const QueryGroup& g, float* scratch) {

@@ -143,8 +143,9 @@ TEST(Attention, AttentionIsaNamesTheKernelThatRuns) {
     EXPECT_EQ(Isa::Scalar, attention_isa(36, 16)) << "no kernel is compiled for 36";
     // What run, bench and serve log at load.
     EXPECT_EQ("", attention_fallback_warning(48, 16));
-    if (best_isa() != Isa::Scalar)
+    if (best_isa() != Isa::Scalar) {
         EXPECT_NE(std::string::npos, attention_fallback_warning(36, 16).find("heads 36 wide")) << attention_fallback_warning(36, 16);
+    }
     set_isa(Isa::Scalar);
     EXPECT_EQ("", attention_fallback_warning(36, 16)) << "the scalar path was asked for: nothing to warn about";
     set_isa(best_isa());

@@ -120,8 +120,9 @@ TEST(Bench, PairedDecodeAgainstAReadOfTheSameBytes) {
     ASSERT_EQ(text.exit_code, 0) << text.out;
     EXPECT_NE(text.out.find("paired: 8 decode tokens"), std::string::npos) << text.out;
     // stories260K's 1 MiB of weights fit in any last-level cache: said so, where the cache size is known.
-    if (p["last_level_cache_bytes"].get<size_t>() > 0)
+    if (p["last_level_cache_bytes"].get<size_t>() > 0) {
         EXPECT_NE(read_text(err).find("smaller than the"), std::string::npos) << read_text(err);
+    }
 
     CommandResult one = run_flint("bench -m " + m + " -t 1 -p 0 -n 4 -r 1 --no-bandwidth --paired 1", err);
     EXPECT_NE(one.exit_code, 0);

@@ -37,8 +37,12 @@ TEST(BenchLatency, RunsEveryModeAndTheWarmUpLeavesOnlyTheQuestionToPrefill) {
         int turn, prompt, cached;
         ASSERT_EQ(std::sscanf(line.c_str(), "%c,%d,%d,%d", &mode, &turn, &prompt, &cached), 4) << line;
         ++rows[mode];
-        if (mode == 'w') EXPECT_GT(cached, prompt - 40) << "the file should have been prefilled by the warm-up: " << line;
-        if (mode == 'c' && turn == 1) EXPECT_LT(cached, prompt / 2) << "(c) prefills the file with the question: " << line;
+        if (mode == 'w') {
+            EXPECT_GT(cached, prompt - 40) << "the file should have been prefilled by the warm-up: " << line;
+        }
+        if (mode == 'c' && turn == 1) {
+            EXPECT_LT(cached, prompt / 2) << "(c) prefills the file with the question: " << line;
+        }
     }
     EXPECT_EQ(rows['a'], 2);
     EXPECT_EQ(rows['b'], 2);

@@ -48,6 +48,7 @@ public:
             std::fprintf(stderr, "flint chat: %s\n", e.what());
             return 1;
         }
+        watch_socket();
         if (term_.interactive())
             note("connected to " + to_string(url_) + (model_.empty() ? "" : " (model " + model_ + ")") +
                  " — /help for commands, Ctrl-C stops an answer, Ctrl-D exits");
@@ -78,9 +79,19 @@ private:
         std::fflush(stderr);
     }
 
+    // The socket is served while the prompt waits: a pong for each of the server's keep-alive pings, so an
+    // idle session is not closed as dead (`flint serve --idle-timeout`).
+    void watch_socket() {
+        term_.watch(ws_.native_handle(), [this] {
+            ws_.service();
+            return ws_.is_open();
+        });
+    }
+
     void reconnect(const std::string& why) {
         ws_.close();
         ws_.connect(url_, headers_);
+        watch_socket();
         last_id_.clear();  // a new connection starts from the whole transcript
         note("(" + why + "; reconnected, resending the conversation: " + std::to_string(transcript_.size()) + " items)");
     }

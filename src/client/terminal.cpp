@@ -88,9 +88,27 @@ void Terminal::raw_off() {
     raw_ = false;
 }
 
+void Terminal::watch(int fd, std::function<bool()> on_ready) {
+    watch_fd_ = fd;
+    on_ready_ = std::move(on_ready);
+}
+
+bool Terminal::wait_input() {
+    for (;;) {
+        pollfd p[2] = {{STDIN_FILENO, POLLIN, 0}, {watch_fd_, POLLIN, 0}};
+        if (::poll(p, watch_fd_ >= 0 ? 2 : 1, -1) < 0) return errno != EINTR;  // another error: read() reports it
+        if (watch_fd_ >= 0 && p[1].revents != 0 && !on_ready_()) watch_fd_ = -1;
+        if (p[0].revents != 0) return true;
+    }
+}
+
 int Terminal::read_byte() {
     unsigned char c;
     for (;;) {
+        if (!wait_input()) {
+            if (!tty_) return -2;  // SIGINT while waiting on a pipe
+            continue;
+        }
         ssize_t n = ::read(STDIN_FILENO, &c, 1);
         if (n == 1) return c;
         if (n < 0 && errno == EINTR) {
@@ -121,6 +139,7 @@ Terminal::Read Terminal::read_line(const std::string& prompt, std::string& line)
                 return Read::Line;
             }
             char buf[4096];
+            if (!wait_input()) return Read::Interrupt;
             ssize_t n = ::read(STDIN_FILENO, buf, sizeof buf);
             if (n < 0 && errno == EINTR) return Read::Interrupt;
             if (n <= 0) {

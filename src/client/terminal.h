@@ -2,6 +2,7 @@
 // history, Ctrl-A/E/K/U/W) on a tty, plain line reads on a pipe, and a non-blocking "did the user press
 // Ctrl-C or Esc?" check while a response streams. Restores the terminal on destruction.
 #pragma once
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -21,17 +22,23 @@ public:
     Read read_line(const std::string& prompt, std::string& line);
     // True once per Ctrl-C / Esc press (tty) or SIGINT (pipe) since the last call; never blocks.
     bool interrupt_pressed();
+    // While read_line() waits for input, `fd` is watched too: on_ready() runs whenever it is readable and
+    // returns false to stop watching it (chat: its WebSocket answers the server's pings at the prompt).
+    void watch(int fd, std::function<bool()> on_ready);
 
 private:
     void raw_on();
     void raw_off();
     void refresh(const std::string& prompt, const std::string& buf, size_t cursor) const;
     int read_byte();  // blocking; -1 at end of input
+    bool wait_input();  // until stdin is readable, serving the watched fd meanwhile; false when a signal cut it short
 
     bool tty_ = false;
     bool raw_ = false;
     std::vector<std::string> history_;
     std::string pipe_buf_;  // bytes read from a pipe past the current line
+    int watch_fd_ = -1;
+    std::function<bool()> on_ready_;
     struct Saved;
     Saved* saved_ = nullptr;
 };

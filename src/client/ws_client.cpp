@@ -249,6 +249,11 @@ void WsClient::connect(const Url& url, const Headers& headers, double timeout_s)
 bool WsClient::is_open() const { return impl_->open; }
 const std::string& WsClient::close_reason() const { return impl_->reason; }
 bool WsClient::has_frame() const { return !impl_->inbox.empty(); }
+int WsClient::native_handle() const { return impl_->open ? impl_->fd : -1; }
+
+void WsClient::service() {
+    if (impl_->open) impl_->fill(0);
+}
 
 void WsClient::send(const std::string& text) {
     if (impl_->open) impl_->send_frame(kText, text);

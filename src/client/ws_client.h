@@ -39,6 +39,10 @@ public:
     std::optional<WsFrame> next(int timeout_ms);
     // Frames already received, without waiting.
     bool has_frame() const;
+    // Reads what has arrived, without waiting: answers the server's pings and notes a close; messages stay
+    // queued for next(). For a caller idle between turns (chat at its prompt) that watches native_handle().
+    void service();
+    int native_handle() const;  // the socket while open, else -1
     void close();
 
 private:

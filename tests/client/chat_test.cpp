@@ -139,6 +139,30 @@ TEST(ChatReconnect, ReopensTheSocketWithTheWholeConversationWhenTheServerClosesI
     EXPECT_EQ(p.wait_exit(), 0);
 }
 
+// A session idle at the prompt for longer than the server's idle timeout stays open: the prompt serves the
+// socket, so the server's keep-alive pings are answered, and the next turn is chained on the same connection.
+TEST(ChatIdle, AnIdlePromptAnswersThePingsAndKeepsTheConnection) {
+    FLINT_REQUIRE_SHARED("models/stories260K.gguf");
+    ServeProcess s("--idle-timeout 1");
+    ASSERT_GT(s.port(), 0);
+    Pty p(chat_cmd(s, "-n 16 --temp 0"));
+    ASSERT_NE(p.wait_for("> "), std::string::npos);
+    p.type("Once upon a time\r");
+    const size_t s1 = p.wait_for("[ttft");
+    ASSERT_NE(s1, std::string::npos) << p.out();
+    std::this_thread::sleep_for(std::chrono::milliseconds(3000));  // three idle timeouts at the prompt
+    p.type("The cat\r");
+    const size_t s2 = p.wait_for("[ttft", s1 + 1);
+    ASSERT_NE(s2, std::string::npos) << p.out();
+    EXPECT_EQ(p.out().find("reconnected"), std::string::npos) << p.out();
+    EXPECT_EQ(p.out().find("connection lost"), std::string::npos) << p.out();
+    auto cached = cached_counts(p.out());
+    ASSERT_EQ(cached.size(), 2u) << p.out();
+    EXPECT_GT(cached[1], 0) << p.out();
+    p.type("\x04");
+    EXPECT_EQ(p.wait_exit(), 0);
+}
+
 TEST_F(ChatTest, PipesGetPlainTextAndNoEscapeCodes) {
     const std::string dir = temp_dir("chat-pipe");
     const std::string err = dir + "/err.txt";

@@ -32,10 +32,9 @@ using tcp = net::ip::tcp;
 enum Opcode : uint8_t { kContinuation = 0x0, kText = 0x1, kBinary = 0x2, kClose = 0x8, kPing = 0x9, kPong = 0xA };
 constexpr size_t kMaxMessage = size_t(256) << 20;  // a message larger than this is refused (the context's text is far less)
 
-void set_timeout(int fd, int option, int seconds) {
-    timeval tv{};
-    tv.tv_sec = seconds;
-    ::setsockopt(fd, SOL_SOCKET, option, &tv, sizeof tv);
+// Whole milliseconds from now until `deadline` (negative once it has passed).
+int64_t ms_until(Clock::time_point deadline) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
 }
 
 bool has_token(std::string_view list, std::string_view token) {  // "keep-alive, Upgrade" has "upgrade"
@@ -224,7 +223,7 @@ void WsClient::connect(const Url& url, const Headers& headers, double timeout_s)
     http::response_parser<http::string_body> p;
     p.body_limit(1 << 20);
     while (!ec && !p.is_done()) {  // each read waits for bytes first, so the deadline holds
-        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+        const int64_t left = ms_until(deadline);
         pollfd pf{m.fd, POLLIN, 0};
         if (left <= 0 || ::poll(&pf, 1, static_cast<int>(left)) == 0)
             fail("the WebSocket handshake with ", to_string(url), " timed out");
@@ -240,7 +239,8 @@ void WsClient::connect(const Url& url, const Headers& headers, double timeout_s)
     if (!beast::iequals(res[http::field::upgrade], "websocket") || !has_token(res[http::field::connection], "upgrade") ||
         res[http::field::sec_websocket_accept] != std::string_view(accept.data(), accept.size()))
         fail("the WebSocket handshake with ", to_string(url), " failed: the server's 101 answer is not a WebSocket upgrade");
-    set_timeout(m.fd, SO_SNDTIMEO, 30);  // a server that stops reading for 30 s ends the connection (send_frame)
+    const timeval send_limit{30, 0};  // a server that stops reading for 30 s ends the connection (send_frame)
+    ::setsockopt(m.fd, SOL_SOCKET, SO_SNDTIMEO, &send_limit, sizeof send_limit);
     m.in = beast::buffers_to_string(buf.data());  // frames the server sent right after its answer
     m.open = true;
     if (!m.in.empty()) m.parse(Clock::now());
@@ -263,7 +263,7 @@ std::optional<WsFrame> WsClient::next(int timeout_ms) {
     Impl& m = *impl_;
     const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
     while (m.inbox.empty() && m.open) {
-        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+        const int64_t left = ms_until(deadline);
         if (left < 0 || !m.fill(static_cast<int>(left))) break;
     }
     if (m.inbox.empty()) return std::nullopt;
@@ -284,7 +284,7 @@ void WsClient::close() {
         // The server answers with its close; what comes before it is dropped.
         const auto deadline = Clock::now() + std::chrono::milliseconds(500);
         while (m.open && Clock::now() < deadline) {
-            m.fill(static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count()) + 1);
+            m.fill(static_cast<int>(ms_until(deadline)) + 1);
             m.inbox.clear();
         }
         m.open = false;

@@ -240,8 +240,9 @@ std::vector<std::string> wire_events(int port, const json& request, json* termin
     std::vector<std::string> seen;
     for (const json& f : ws.recv_until(kTerminal)) {
         std::string line = f["type"].get<std::string>() + " " + std::to_string(f["sequence_number"].get<int>());
-        if (f.contains("delta")) line += " " + f["delta"].dump();
-        if (f.contains("text")) line += " " + f["text"].dump();
+        // (append, not `" " + …`: GCC 12's -Wrestrict misreads the temporary's memcpy)
+        if (f.contains("delta")) line.append(" ").append(f["delta"].dump());
+        if (f.contains("text")) line.append(" ").append(f["text"].dump());
         seen.push_back(line);
         *terminal = f;
     }

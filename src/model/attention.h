@@ -10,7 +10,7 @@
 #include <span>
 #include <string>
 
-#include "tensor/matmul.h"
+#include "tensor/isa.h"
 
 namespace flint {
 

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "tensor/dtype.h"
+#include "tensor/isa.h"
 
 namespace flint {
 
@@ -46,22 +47,5 @@ void matmul_swiglu(const WeightView& gate, const WeightView& up, const float* x,
 
 // One row of W as f32 (embedding lookup): out[cols].
 void get_row(const WeightView& w, int64_t row, float* out);
-
-enum class Isa { Scalar, AVX2, AVX512 };
-Isa active_isa();              // what matmul uses now
-Isa best_isa();                // the best this CPU supports
-void set_isa(Isa isa);         // tests and benchmarks force a path; throws if the CPU lacks it
-const char* isa_name(Isa isa);
-
-// Whether the AVX-512 kernels for the sixteen-row layouts prefetch their weight stream in software when
-// they multiply a single token (decode). It pays on some cores and costs on others, so Auto decides by the
-// CPU's vendor: on for Intel, off for AMD (measured both ways; BENCHMARKS.md, Twenty-sixth session).
-// Benchmarks force it to compare the two on one machine; results are the same bits either way.
-enum class DecodePrefetch { Auto, On, Off };
-void set_decode_prefetch(DecodePrefetch p);
-bool decode_prefetch();  // whether the AVX-512 path prefetches for one token now (it has effect only there)
-// A kernel path as stats lines and test names print it: the ISA's name, plus "+prefetch" with the one-token
-// weight prefetch (which exists on AVX-512 only: pass whether it is on there).
-std::string kernel_path_name(Isa isa, bool decode_prefetch);
 
 }  // namespace flint

@@ -135,13 +135,20 @@ void pair_span(const QueryGroup& g, int i0, const Span& sv, __m256 scale, float*
         rescale[u] = 1.0f;
         if (ni[u] == 0) continue;
         float* s = sc + i * kSpan;
+        // A query that sees the whole span (every span but a prompt's last) needs no lane masks: the same
+        // values without the blends and ands.
+        const bool whole = ni[u] == kSpan;
         __m256 mx = _mm256_set1_ps(-INFINITY);
-        for (int r = 0; r < kRegs; ++r) mx = _mm256_blendv_ps(mx, _mm256_max_ps(mx, _mm256_loadu_ps(s + 8 * r)), lanes_below(ni[u], r));
+        for (int r = 0; r < kRegs; ++r) {
+            const __m256 x = _mm256_max_ps(mx, _mm256_loadu_ps(s + 8 * r));
+            mx = whole ? x : _mm256_blendv_ps(mx, x, lanes_below(ni[u], r));
+        }
         const float m_new = std::max(m[i], hmax(mx));
         rescale[u] = m[i] == -INFINITY ? 0.0f : std::exp(m[i] - m_new);
         __m256 sum = _mm256_setzero_ps();
         for (int r = 0; r < kRegs; ++r) {
-            const __m256 e = _mm256_and_ps(lanes_below(ni[u], r), exp_simd::exp8(_mm256_sub_ps(_mm256_loadu_ps(s + 8 * r), _mm256_set1_ps(m_new))));
+            __m256 e = exp_simd::exp8(_mm256_sub_ps(_mm256_loadu_ps(s + 8 * r), _mm256_set1_ps(m_new)));
+            if (!whole) e = _mm256_and_ps(lanes_below(ni[u], r), e);
             _mm256_storeu_ps(s + 8 * r, e);
             sum = _mm256_add_ps(sum, e);
         }
@@ -156,7 +163,16 @@ void pair_span(const QueryGroup& g, int i0, const Span& sv, __m256 scale, float*
             const __m256 r = _mm256_set1_ps(rescale[u]);
             for (int v = 0; v < kVPass; ++v) o[u][v] = _mm256_mul_ps(_mm256_loadu_ps(g.out[i0 + u] + 8 * (v0 + v)), r);
         }
-        for (int j = 0; j < hi; ++j) {
+        // Positions below lo are every query's (all of them but in a prompt's last span): no checks there.
+        for (int j = 0; j < lo; ++j) {
+            __m256 vv[kVPass];
+            for (int v = 0; v < kVPass; ++v) vv[v] = _mm256_loadu_ps(sv.vt[j] + 8 * (v0 + v));
+            for (int u = 0; u < NQ; ++u) {
+                const __m256 w = _mm256_broadcast_ss(sc + (i0 + u) * kSpan + j);
+                for (int v = 0; v < kVPass; ++v) o[u][v] = _mm256_fmadd_ps(w, vv[v], o[u][v]);
+            }
+        }
+        for (int j = lo; j < hi; ++j) {
             __m256 vv[kVPass];
             for (int v = 0; v < kVPass; ++v) vv[v] = _mm256_loadu_ps(sv.vt[j] + 8 * (v0 + v));
             for (int u = 0; u < NQ; ++u) {

@@ -226,10 +226,17 @@ void WsClient::send_text(const std::string& s) {
 }
 
 json WsClient::recv(double timeout_s) {
-    beast::get_lowest_layer(impl_->ws).expires_after(std::chrono::milliseconds(static_cast<int>(timeout_s * 1000)));
+    // Asynchronously, because tcp_stream's expiry only bounds asynchronous operations: a synchronous read
+    // of a frame the server never sends would wait for ever. On expiry the read ends with error::timeout.
+    auto& lowest = beast::get_lowest_layer(impl_->ws);
+    lowest.expires_after(std::chrono::milliseconds(static_cast<int>(timeout_s * 1000)));
     beast::flat_buffer buf;
-    impl_->ws.read(buf);
-    beast::get_lowest_layer(impl_->ws).expires_never();
+    boost::system::error_code ec;
+    impl_->ws.async_read(buf, [&ec](boost::system::error_code e, std::size_t) { ec = e; });
+    impl_->ioc.restart();
+    impl_->ioc.run();
+    lowest.expires_never();
+    if (ec) throw boost::system::system_error(ec);
     return json::parse(beast::buffers_to_string(buf.data()));
 }
 

@@ -7,10 +7,14 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <iterator>
 #include <mutex>
+#include <random>
 #include <thread>
 
 #include "harness.h"
@@ -177,6 +181,137 @@ TEST_F(BadInput, UnknownPathsAndMethods) {
     EXPECT_EQ(http(port(), "GET", "/v2/nothing").status, 404);
     EXPECT_EQ(http(port(), "PUT", "/v1/responses").status, 405);
     EXPECT_EQ(http(port(), "GET", "/v1/chat/completions").status, 405);
+}
+
+// Values of every JSON type for request fields, seeded so a failure repeats: the requests below are valid
+// ones with a few fields replaced by these (or removed).
+struct RandomFields {
+    std::mt19937 rng{20261204};
+    static constexpr const char* kKeys[] = {
+        "model", "input", "instructions", "stream", "max_output_tokens", "temperature", "top_p", "top_k", "seed",
+        "previous_response_id", "store", "tools", "tool_choice", "text", "format", "prediction", "top_logprobs",
+        "include", "metadata", "stop", "messages", "prompt", "max_tokens", "n", "echo", "stream_options",
+        "logit_bias", "response_format", "background", "truncation", "type", "name", "parameters", "schema",
+        "content", "role", "suffix", "frequency_penalty", "presence_penalty", "logprobs", "reasoning",
+        "parallel_tool_calls", "generate", "response", "response_id"};
+
+    int pick(int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); }
+    const char* key() { return kKeys[pick(static_cast<int>(std::size(kKeys)))]; }
+    template <class T>
+    T one_of(std::initializer_list<T> xs) { return *(xs.begin() + pick(static_cast<int>(xs.size()))); }
+
+    json value(int depth = 0) {
+        switch (pick(depth < 3 ? 12 : 8)) {
+            case 0: return nullptr;
+            case 1: return pick(2) == 1;
+            case 2: return one_of<json>({0, -1, 1, 2147483648LL, INT64_MIN, UINT64_MAX, 1e308, 0.5, 3});
+            case 3: return one_of<std::string>({"", "x", "Once upon a time", "\u00e9\U0001F600", std::string(3000, 'a'),
+                                                "<|im_start|>", std::string(1, '\0'), "resp_nope", "stories", "auto",
+                                                "none", "json_schema"});
+            case 4: return json::array({{{"role", one_of<std::string>({"user", "system", "assistant", "tool", "x"})},
+                                         {"content", pick(2) ? json("hi") : json::array({{{"type", "input_text"}, {"text", "hi"}}})}}});
+            case 5: return json::array({{{"type", one_of<std::string>({"message", "function_call", "function_call_output",
+                                                                       "input_text", "item_reference", "reasoning"})},
+                                         {"role", "user"}, {"content", "hi"}, {"call_id", "c"}, {"output", pick(2) ? json("r") : json(5)}}});
+            case 6: return json::array({{{"type", "function"}, {"name", pick(2) ? json("f") : json(7)}, {"parameters", value(depth + 1)}}});
+            case 7: return 4;
+            case 8:
+            case 9: {
+                json a = json::array();
+                for (int i = pick(4); i > 0; --i) a.push_back(value(depth + 1));
+                return a;
+            }
+            default: {
+                json o = json::object();
+                for (int i = pick(4); i > 0; --i) o[key()] = value(depth + 1);
+                return o;
+            }
+        }
+    }
+    // Replaces (or removes) one to four fields of a valid request.
+    void mistype(json& body) {
+        for (int k = 1 + pick(4); k > 0; --k) {
+            const char* name = key();
+            if (pick(5) == 0) body.erase(name);
+            else body[name] = value();
+        }
+    }
+};
+
+bool is_error_with_message(const json& e) {
+    return e.is_object() && e.contains("error") && e["error"].is_object() && e["error"].contains("message") &&
+           e["error"]["message"].is_string() && !e["error"]["message"].get<std::string>().empty();
+}
+
+// Beyond the cases above: mistyped requests (and some bodies cut short, a byte flipped or made invalid
+// UTF-8). Every answer must be a success or a 4xx whose body is a JSON error with a message: never a 5xx, a
+// dropped connection or a crash.
+TEST_F(BadInput, RandomlyMistypedRequestsGetA200OrAnErrorWithAMessage) {
+    RandomFields rf;
+    const char* paths[] = {"/v1/responses", "/v1/responses", "/v1/chat/completions", "/v1/completions"};
+    int ok = 0, refused = 0;
+    for (int i = 0; i < 300; ++i) {
+        const std::string path = paths[rf.pick(4)];
+        json body = {{"model", "stories"}};
+        if (path == "/v1/responses") body["input"] = "Once", body["max_output_tokens"] = 4;
+        else if (path == "/v1/chat/completions") body["messages"] = json::array({{{"role", "user"}, {"content", "hi"}}}), body["max_tokens"] = 4;
+        else body["prompt"] = "Once", body["max_tokens"] = 4;
+        rf.mistype(body);
+        std::string text = body.dump();
+        switch (rf.pick(10)) {  // now and then the bytes themselves are wrong
+            case 0: text[static_cast<size_t>(rf.pick(static_cast<int>(text.size())))] = static_cast<char>(rf.pick(256)); break;
+            case 1: text.resize(static_cast<size_t>(rf.pick(static_cast<int>(text.size())))); break;
+            case 2: text.insert(text.size() / 2, "\xff\xfe"); break;
+            default: break;
+        }
+        HttpResult r = http(port(), "POST", path, text);
+        ASSERT_TRUE(r.status == 200 || (r.status >= 400 && r.status < 500)) << "HTTP " << r.status << " for " << path << " " << text
+                                                                             << "\n" << r.body;
+        if (r.status == 200) {
+            ++ok;
+            continue;
+        }
+        ++refused;
+        ASSERT_TRUE(is_error_with_message(json::parse(r.body, nullptr, false)))
+            << "HTTP " << r.status << " for " << path << " " << text << "\n" << r.body;
+    }
+    // Both kinds of answer occurred, so the mix reached generation as well as validation (104 and 196).
+    EXPECT_GT(ok, 30);
+    EXPECT_GT(refused, 30);
+}
+
+// The same over one WebSocket: every mistyped response.create (and text that is not a JSON object, or has
+// no string type) is answered by a terminal event or an error frame with a message, and the connection
+// stays open for the next.
+TEST_F(BadInput, RandomlyMistypedWebSocketMessagesGetAnAnswerAndTheConnectionStays) {
+    const std::vector<std::string> kEnd = {"response.completed", "response.incomplete", "response.failed"};
+    RandomFields rf;
+    rf.rng.seed(4122026);
+    WsClient ws(port());
+    int answered = 0, refused = 0;
+    for (int i = 0; i < 150; ++i) {
+        json m = {{"type", "response.create"}, {"model", "stories"}, {"input", "Once"}, {"max_output_tokens", 4}};
+        rf.mistype(m);
+        std::string text = m.dump();
+        if (rf.pick(10) == 0) text.resize(static_cast<size_t>(rf.pick(static_cast<int>(text.size()))));
+        ws.send_text(text);
+        // Other client event types (a cancel, "x") are ignored silently (PROTOCOL.md §3): no answer to wait for.
+        const json sent = json::parse(text, nullptr, false);
+        if (sent.is_object() && sent.contains("type") && sent["type"].is_string() && sent["type"] != "response.create") continue;
+        std::vector<json> frames;
+        ASSERT_NO_THROW(frames = ws.recv_until(kEnd, 30)) << "no answer to " << text;
+        ASSERT_FALSE(frames.empty());
+        const json& last = frames.back();
+        if (last["type"] == "error") {
+            ++refused;
+            ASSERT_TRUE(is_error_with_message(last)) << text << "\n" << last.dump();
+            ASSERT_LT(last.value("status", 0), 500) << text << "\n" << last.dump();
+        } else {
+            ++answered;
+        }
+    }
+    EXPECT_GT(answered, 15);
+    EXPECT_GT(refused, 15);
 }
 
 TEST_F(BadInput, GarbageOnTheSocketClosesOnlyThatConnection) {

@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "kv/kv_cache.h"
-#include "tensor/matmul.h"
+#include "tensor/isa.h"
 #include "tensor/quant.h"
 
 namespace flint {

@@ -1,6 +1,6 @@
 // flint/tensor/isa.h — which instruction set the kernels run (scalar / AVX2 / AVX-512), chosen once at
-// start-up from what the CPU supports (matmul.cpp holds the choice). Apart from matmul.h so that other
-// kernels' dispatch (attention, vec) can name it without the matmul interface.
+// start-up from what the CPU supports (matmul.cpp holds the choice). Apart from matmul.h so that another
+// kernel's dispatch (attention's) can name it without the matmul interface.
 #pragma once
 #include <string>
 

@@ -89,12 +89,14 @@ inline float hmax(__m256 v) {
     return _mm_cvtss_f32(m);
 }
 
-// A span of kSpan positions as f32: per 8 positions, key dimension d at kt[r] + d * kt_stride (always
-// readable; lanes past the span's positions hold stale or repeated keys); per position its value row.
+// A span of kSpan positions, elements f32 (an f32 cache in place, or any cache converted) or f16 (in
+// place): per 8 positions, key dimension d at kt[r] + d * kt_stride (always readable; lanes past the span's
+// positions hold stale or repeated keys); per position its value row.
+template <typename E>
 struct Span {
-    const float* kt[kRegs];
+    const E* kt[kRegs];
     int kt_stride;
-    const float* vt[kSpan];
+    const E* vt[kSpan];
     int p0, n;
 };
 
@@ -102,8 +104,8 @@ struct Span {
 // pair and each value register once for the pair; every query's own arithmetic (its scores in dimension
 // order, its max, exps and sums, its weighted sum in position order) is the same whatever its partner is,
 // so a token gets bit-identical output alone or in a batch.
-template <int NV, int NQ>
-void pair_span(const QueryGroup& g, int i0, const Span& sv, __m256 scale, float* m, float* l, float* sc) {
+template <int NV, int NQ, typename E>
+void pair_span(const QueryGroup& g, int i0, const Span<E>& sv, __m256 scale, float* m, float* l, float* sc) {
     constexpr int hd = 8 * NV;
     constexpr int kVPass = pass_divisor(NV, 4);  // value registers per query per pass (2 x 4 accumulators)
     int ni[NQ];
@@ -119,7 +121,7 @@ void pair_span(const QueryGroup& g, int i0, const Span& sv, __m256 scale, float*
         for (int r = 0; r < kRegs; ++r) acc[u][r] = _mm256_setzero_ps();
     for (int d = 0; d < hd; ++d) {
         __m256 kd[kRegs];
-        for (int r = 0; r < kRegs; ++r) kd[r] = _mm256_loadu_ps(sv.kt[r] + d * sv.kt_stride);
+        for (int r = 0; r < kRegs; ++r) kd[r] = load8(sv.kt[r] + d * sv.kt_stride);
         for (int u = 0; u < NQ; ++u) {
             const __m256 qd = _mm256_broadcast_ss(g.q[i0 + u] + d);
             for (int r = 0; r < kRegs; ++r) acc[u][r] = _mm256_fmadd_ps(qd, kd[r], acc[u][r]);
@@ -166,7 +168,7 @@ void pair_span(const QueryGroup& g, int i0, const Span& sv, __m256 scale, float*
         // Positions below lo are every query's (all of them but in a prompt's last span): no checks there.
         for (int j = 0; j < lo; ++j) {
             __m256 vv[kVPass];
-            for (int v = 0; v < kVPass; ++v) vv[v] = _mm256_loadu_ps(sv.vt[j] + 8 * (v0 + v));
+            for (int v = 0; v < kVPass; ++v) vv[v] = load8(sv.vt[j] + 8 * (v0 + v));
             for (int u = 0; u < NQ; ++u) {
                 const __m256 w = _mm256_broadcast_ss(sc + (i0 + u) * kSpan + j);
                 for (int v = 0; v < kVPass; ++v) o[u][v] = _mm256_fmadd_ps(w, vv[v], o[u][v]);
@@ -174,7 +176,7 @@ void pair_span(const QueryGroup& g, int i0, const Span& sv, __m256 scale, float*
         }
         for (int j = lo; j < hi; ++j) {
             __m256 vv[kVPass];
-            for (int v = 0; v < kVPass; ++v) vv[v] = _mm256_loadu_ps(sv.vt[j] + 8 * (v0 + v));
+            for (int v = 0; v < kVPass; ++v) vv[v] = load8(sv.vt[j] + 8 * (v0 + v));
             for (int u = 0; u < NQ; ++u) {
                 if (j >= ni[u]) continue;
                 const __m256 w = _mm256_broadcast_ss(sc + (i0 + u) * kSpan + j);
@@ -189,8 +191,9 @@ void pair_span(const QueryGroup& g, int i0, const Span& sv, __m256 scale, float*
 // The queries of a group walk the cache once, kSpan positions at a time, two queries at a time: per
 // dimension four key loads feed eight FMAs (the one-query kernel this replaced loaded a key register per
 // FMA and was bound by loads, at ~28% of the FMA rate on a 0.5B draft block). NC = block_size / 8 and
-// NV = head_dim / 8 are compile-time so the accumulators live in registers. An f32 cache is read in place;
-// f16 and Q8_0 are converted once per span for all the queries (the same f32 values either way).
+// NV = head_dim / 8 are compile-time so the accumulators live in registers. An f32 cache is read in place,
+// an f16 one too by small groups; otherwise f16 and Q8_0 are converted once per span for all the queries
+// (the same f32 values either way).
 template <typename T, int NC, int NV>
 void attend_group_t(const HeadAttention& a, const QueryGroup& g, float* scratch) {
     const KVCache& kv = *a.kv;
@@ -211,11 +214,23 @@ void attend_group_t(const HeadAttention& a, const QueryGroup& g, float* scratch)
         std::fill(g.out[i], g.out[i] + hd, 0.0f);
         n_max = std::max(n_max, g.n_pos[i]);
     }
-    Span sv;
+    // Up to 16 queries (decode's groups, a few draft tokens') read an f16 cache in place, converting each
+    // element as they load it; more share a span converted once into scratch. Q8_0 is always converted. The
+    // f32 values are the same either way, so are the results. (Scratch A/B, 15k positions: a decode pair's
+    // attention 15% faster at head dim 8, 41% at 64; 7-8 queries 10-16%; at 64 queries converting is as fast.)
+    constexpr bool kF16 = std::is_same_v<T, uint16_t>;
+    const bool f16_in_place = kF16 && g.n <= 16;
+    Span<float> sv;    // an f32 cache in place, or the span converted
+    Span<uint16_t> hv; // an f16 cache in place
     const int seq_blocks = (n_max + bs - 1) / bs;
+    auto run = [&](const auto& view) {
+        int i0 = 0;
+        for (; i0 + kPair <= g.n; i0 += kPair) pair_span<NV, kPair>(g, i0, view, scale, m, l, sc);
+        if (i0 < g.n) pair_span<NV, 1>(g, i0, view, scale, m, l, sc);
+    };
     for (int p0 = 0; p0 < n_max; p0 += kSpan) {
-        sv.p0 = p0;
-        sv.n = std::min(kSpan, n_max - p0);
+        sv.p0 = hv.p0 = p0;
+        sv.n = hv.n = std::min(kSpan, n_max - p0);
         const int n_blocks = (sv.n + bs - 1) / bs;
         for (int bi = 0; bi < n_blocks; ++bi) {
             // The next span's block bi, requested as this one's is set up (see prefetch_block).
@@ -224,6 +239,13 @@ void attend_group_t(const HeadAttention& a, const QueryGroup& g, float* scratch)
             const int nj = std::min(bs, sv.n - bi * bs);  // K slots past nj hold stale values: scored, never read
             const T* kr = reinterpret_cast<const T*>(kv.k(b, a.layer)) + off * bs;
             const T* vr = reinterpret_cast<const T*>(kv.v(b, a.layer)) + off;
+            if constexpr (kF16) {
+                if (f16_in_place) {
+                    for (int j = 0; j < nj; ++j) hv.vt[bi * bs + j] = vr + int64_t(j) * kv_dim;
+                    for (int c = 0; c < NC; ++c) hv.kt[bi * NC + c] = kr + 8 * c;
+                    continue;
+                }
+            }
             const float* kt = kb + bi * hd * bs;
             if constexpr (std::is_same_v<T, float>) {
                 kt = kr;
@@ -241,11 +263,16 @@ void attend_group_t(const HeadAttention& a, const QueryGroup& g, float* scratch)
         }
         // Registers past the sequence's last block read the span's first one again: scored, never read
         // (every query's max and weights are masked to its own positions).
+        sv.kt_stride = hv.kt_stride = bs;
+        if constexpr (kF16) {
+            if (f16_in_place) {
+                for (int r = n_blocks * NC; r < kRegs; ++r) hv.kt[r] = hv.kt[0];
+                run(hv);
+                continue;
+            }
+        }
         for (int r = n_blocks * NC; r < kRegs; ++r) sv.kt[r] = sv.kt[0];
-        sv.kt_stride = bs;
-        int i0 = 0;
-        for (; i0 + kPair <= g.n; i0 += kPair) pair_span<NV, kPair>(g, i0, sv, scale, m, l, sc);
-        if (i0 < g.n) pair_span<NV, 1>(g, i0, sv, scale, m, l, sc);
+        run(sv);
     }
     for (int i = 0; i < g.n; ++i) {
         const __m256 inv = _mm256_set1_ps(1.0f / l[i]);

@@ -220,10 +220,20 @@ void attend_group_t(const HeadAttention& a, const QueryGroup& g, float* scratch)
     // attention 15% faster at head dim 8, 41% at 64; 7-8 queries 10-16%; at 64 queries converting is as fast.)
     constexpr bool kF16 = std::is_same_v<T, uint16_t>;
     const bool f16_in_place = kF16 && g.n <= 16;
-    Span<float> sv;    // an f32 cache in place, or the span converted
-    Span<uint16_t> hv; // an f16 cache in place
+    Span<float> sv;     // an f32 cache in place, or the span converted
+    Span<uint16_t> hv;  // an f16 cache in place
+    sv.kt_stride = hv.kt_stride = bs;
     const int seq_blocks = (n_max + bs - 1) / bs;
-    auto run = [&](const auto& view) {
+    // Points a view's block bi at its keys (8 positions a register) and its first nj value rows, `stride`
+    // elements apart (kv_dim in the cache, hd in the converted scratch).
+    auto point = [&](auto& view, int bi, const auto* kr, const auto* vr, int64_t stride, int nj) {
+        for (int j = 0; j < nj; ++j) view.vt[bi * bs + j] = vr + j * stride;
+        for (int c = 0; c < NC; ++c) view.kt[bi * NC + c] = kr + 8 * c;
+    };
+    // Registers past the sequence's last block read the span's first one again: scored, never read (every
+    // query's max and weights are masked to its own positions). Then the passes, two queries each.
+    auto run = [&](auto& view, int n_blocks) {
+        for (int r = n_blocks * NC; r < kRegs; ++r) view.kt[r] = view.kt[0];
         int i0 = 0;
         for (; i0 + kPair <= g.n; i0 += kPair) pair_span<NV, kPair>(g, i0, view, scale, m, l, sc);
         if (i0 < g.n) pair_span<NV, 1>(g, i0, view, scale, m, l, sc);
@@ -239,40 +249,26 @@ void attend_group_t(const HeadAttention& a, const QueryGroup& g, float* scratch)
             const int nj = std::min(bs, sv.n - bi * bs);  // K slots past nj hold stale values: scored, never read
             const T* kr = reinterpret_cast<const T*>(kv.k(b, a.layer)) + off * bs;
             const T* vr = reinterpret_cast<const T*>(kv.v(b, a.layer)) + off;
-            if constexpr (kF16) {
-                if (f16_in_place) {
-                    for (int j = 0; j < nj; ++j) hv.vt[bi * bs + j] = vr + int64_t(j) * kv_dim;
-                    for (int c = 0; c < NC; ++c) hv.kt[bi * NC + c] = kr + 8 * c;
-                    continue;
-                }
-            }
-            const float* kt = kb + bi * hd * bs;
             if constexpr (std::is_same_v<T, float>) {
-                kt = kr;
-                for (int j = 0; j < nj; ++j) sv.vt[bi * bs + j] = vr + int64_t(j) * kv_dim;
+                point(sv, bi, kr, vr, kv_dim, nj);
+            } else if (f16_in_place) {
+                if constexpr (kF16) point(hv, bi, kr, vr, kv_dim, nj);
             } else {
+                float* kf = kb + bi * hd * bs;
                 float* vf = vb + bi * bs * hd;
-                if constexpr (std::is_same_v<T, int8_t>) dequantize_q8_block<bs, hd>(kv, b, a.layer, off, nj, kb + bi * hd * bs, vf);
+                if constexpr (std::is_same_v<T, int8_t>) dequantize_q8_block<bs, hd>(kv, b, a.layer, off, nj, kf, vf);
                 else {
-                    to_f32(kr, kb + bi * hd * bs, hd * bs);
+                    to_f32(kr, kf, hd * bs);
                     for (int j = 0; j < nj; ++j) to_f32(vr + int64_t(j) * kv_dim, vf + j * hd, hd);
                 }
-                for (int j = 0; j < nj; ++j) sv.vt[bi * bs + j] = vf + j * hd;
-            }
-            for (int c = 0; c < NC; ++c) sv.kt[bi * NC + c] = kt + 8 * c;
-        }
-        // Registers past the sequence's last block read the span's first one again: scored, never read
-        // (every query's max and weights are masked to its own positions).
-        sv.kt_stride = hv.kt_stride = bs;
-        if constexpr (kF16) {
-            if (f16_in_place) {
-                for (int r = n_blocks * NC; r < kRegs; ++r) hv.kt[r] = hv.kt[0];
-                run(hv);
-                continue;
+                point(sv, bi, kf, vf, hd, nj);
             }
         }
-        for (int r = n_blocks * NC; r < kRegs; ++r) sv.kt[r] = sv.kt[0];
-        run(sv);
+        if (f16_in_place) {
+            if constexpr (kF16) run(hv, n_blocks);
+        } else {
+            run(sv, n_blocks);
+        }
     }
     for (int i = 0; i < g.n; ++i) {
         const __m256 inv = _mm256_set1_ps(1.0f / l[i]);

@@ -82,6 +82,9 @@ void post_and_vanish(int port, const std::string& target, const json& body, int 
 // Raw bytes to the port; returns what came back until the server closed or `timeout_s` passed.
 std::string raw(int port, const std::string& bytes, double timeout_s = 5);
 
+// The events that end a response's stream (PROTOCOL.md §2): what recv_until() waits for after a response.create.
+inline const std::vector<std::string> kTerminal = {"response.completed", "response.incomplete", "response.failed"};
+
 class WsClient {
 public:
     // Throws when the handshake fails; `status` then holds the HTTP status the server answered.

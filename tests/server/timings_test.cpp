@@ -127,7 +127,7 @@ TEST_F(Timings, WebSocketTerminalFrameHasTimingsAndTimestamps) {
     create["store"] = false;
     create["stream_timestamps"] = true;
     ws.send(create);
-    auto frames = ws.recv_until({"response.completed", "response.incomplete", "response.failed"});
+    auto frames = ws.recv_until(kTerminal);
     const json& t = frames.back()["response"]["timings"];
     expect_consistent(t, frames.back()["response"]["usage"]["output_tokens"]);
     EXPECT_LE(t["received_us"].get<int64_t>(), t["finished_us"].get<int64_t>());

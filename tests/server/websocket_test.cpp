@@ -25,8 +25,6 @@ json create(const json& fields) {
 
 json terminal_of(const std::vector<json>& frames) { return frames.back(); }
 
-const std::vector<std::string> kTerminal = {"response.completed", "response.incomplete", "response.failed"};
-
 class WebSocket : public SharedServerSuite<WebSocket> {
 public:
     static TestServer* make_server() {

@@ -223,6 +223,7 @@ void bench(const BenchOptions& o) {
                             {"reps", o.reps},
                             {"pp_tok_s", {{"mean", sp.mean}, {"stddev", sp.stddev}, {"median", sp.median}}},
                             {"tg_tok_s", {{"mean", sg.mean}, {"stddev", sg.stddev}, {"median", sg.median}}},
+                            {"tg_tok_s_per_rep", tg},
                             {"read_bandwidth_gb_s", bw},       {"decode_gb_s", achieved},
                             {"read_bandwidth_gb_s_per_rep", bws},
                             {"decode_fraction_of_bandwidth", sfr.median},

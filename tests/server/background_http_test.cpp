@@ -37,15 +37,14 @@ protected:
 
 TEST_F(Background, TheReplyComesAtOnceAndThePollFindsTheAnswer) {
     json req = {{"model", "stories"}, {"input", "Once upon a time"}, {"max_output_tokens", 300}, {"temperature", 0}, {"background", true}};
-    const auto t0 = std::chrono::steady_clock::now();
     HttpResult r = post_json(port(), "/v1/responses", req);
-    const double reply_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     ASSERT_EQ(r.status, 200) << r.body;
     const json first = r.json_body();
+    // The reply says the response is still running and has no output yet: it came before the generation
+    // (300 steps of at least 2 ms), not after; no clock needed, whatever the machine's load.
     EXPECT_EQ(first["status"], "in_progress");
     EXPECT_EQ(first["background"], true);
     EXPECT_TRUE(first["output"].empty());
-    EXPECT_LT(reply_ms, 300 * 2.0) << "replied before 300 steps of 2 ms";
     const std::string id = first["id"];
     // While it runs, GET shows the text so far (refreshed every 100 ms).
     json mid;

@@ -1,9 +1,12 @@
-// The server test harness (harness.h) — in-process server, blocking Beast clients — and its own checks.
+// The server test harness (harness.h) — in-process server, blocking Beast clients whose every wait is bounded —
+// and its own checks.
 #include "harness.h"
 
+#include <array>
 #include <chrono>
 #include <thread>
 #include <cstdlib>
+#include <functional>
 #include <sstream>
 #include <utility>
 
@@ -94,16 +97,51 @@ void TestServer::stop() {
 
 TestServer::~TestServer() { stop(); }
 
-HttpResult http(int port, const std::string& method, const std::string& target, const std::string& body, const Headers& headers) {
+namespace {
+
+// Writes the request and reads the whole response within `timeout_s`. Asynchronously, because Beast's
+// stream expiry bounds only asynchronous operations: a reply that never comes, or never ends, must fail the
+// test (error::timeout), not hang it.
+boost::system::error_code exchange(int port, const http::request<http::string_body>& req,
+                                   http::response_parser<http::string_body>& parser, double timeout_s) {
     net::io_context ioc;
     beast::tcp_stream stream(connect(ioc, port));
-    stream.expires_after(std::chrono::seconds(60));
-    auto req = make_request(method, target, body, headers);
-    http::write(stream, req);
+    stream.expires_after(std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000)));
     beast::flat_buffer buf;
-    http::response_parser<http::string_body> parser;
     parser.body_limit(1 << 30);
-    http::read(stream, buf, parser);
+    boost::system::error_code ec;
+    http::async_write(stream, req, [&](boost::system::error_code e, size_t) {
+        ec = e;
+        if (!e) http::async_read(stream, buf, parser, [&](boost::system::error_code e2, size_t) { ec = e2; });
+    });
+    ioc.run();
+    return ec;
+}
+
+// Reads into `got` while `more(got)`, until the peer closes or the stream expires; asynchronously, like
+// exchange(), so the expiry bounds a server that neither answers nor closes. Runs on the stream's io_context.
+struct Reader {
+    beast::tcp_stream& stream;
+    std::string& got;
+    std::function<bool(const std::string&)> more;
+    std::array<char, 4096> buf{};
+
+    void next() {
+        if (!more(got)) return;
+        stream.async_read_some(net::buffer(buf), [this](boost::system::error_code e, size_t n) {
+            if (e) return;
+            got.append(buf.data(), n);
+            next();
+        });
+    }
+};
+
+}  // namespace
+
+HttpResult http(int port, const std::string& method, const std::string& target, const std::string& body, const Headers& headers) {
+    http::response_parser<http::string_body> parser;
+    if (auto ec = exchange(port, make_request(method, target, body, headers), parser, 60))
+        throw boost::system::system_error(ec, method + " " + target);
     HttpResult r;
     r.status = static_cast<int>(parser.get().result_int());
     r.headers = header_map(parser.get());
@@ -112,21 +150,8 @@ HttpResult http(int port, const std::string& method, const std::string& target, 
 }
 
 SseResult sse(int port, const std::string& target, const json& body, const Headers& headers, double timeout_s) {
-    // Asynchronous under the hood: Beast's stream timeout only applies to asynchronous operations, and a
-    // stream that never ends must fail the test, not hang it.
-    net::io_context ioc;
-    beast::tcp_stream stream(connect(ioc, port));
-    stream.expires_after(std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000)));
-    auto req = make_request("POST", target, body.dump(), headers);
-    beast::flat_buffer buf;
     http::response_parser<http::string_body> parser;
-    parser.body_limit(1 << 30);
-    boost::system::error_code ec;
-    http::async_write(stream, req, [&](boost::system::error_code e, size_t) {
-        ec = e;
-        if (!e) http::async_read(stream, buf, parser, [&](boost::system::error_code e2, size_t) { ec = e2; });
-    });
-    ioc.run();
+    const boost::system::error_code ec = exchange(port, make_request("POST", target, body.dump(), headers), parser, timeout_s);
     if (ec == beast::error::timeout)
         throw std::runtime_error("sse: the stream did not end within " + std::to_string(timeout_s) + " s (got " +
                                  std::to_string(parser.get().body().size()) + " bytes)");
@@ -155,22 +180,24 @@ SseResult sse(int port, const std::string& target, const json& body, const Heade
 
 void sse_and_disconnect(int port, const std::string& target, const json& body, size_t bytes) {
     net::io_context ioc;
-    tcp::socket s = connect(ioc, port);
-    auto req = make_request("POST", target, body.dump(), {});
-    http::write(s, req);
+    beast::tcp_stream stream(connect(ioc, port));
+    stream.expires_after(std::chrono::seconds(30));
+    const auto req = make_request("POST", target, body.dump(), {});
     std::string got;
-    char buf[4096];
-    boost::system::error_code ec;
-    while (got.size() < bytes) {
-        size_t n = s.read_some(net::buffer(buf), ec);
-        if (ec) break;
-        got.append(buf, n);
-        if (got.size() >= 12 && got.compare(0, 12, "HTTP/1.1 200") != 0)
-            throw std::runtime_error("sse_and_disconnect: " + got.substr(0, got.find("\r\n")));
-    }
+    Reader reader{stream, got, [bytes](const std::string& g) {
+                      if (g.size() >= 12 && g.compare(0, 12, "HTTP/1.1 200") != 0) return false;
+                      return g.size() < bytes;
+                  }};
+    http::async_write(stream, req, [&](boost::system::error_code e, size_t) {
+        if (!e) reader.next();
+    });
+    ioc.run();
+    if (got.size() >= 12 && got.compare(0, 12, "HTTP/1.1 200") != 0)
+        throw std::runtime_error("sse_and_disconnect: " + got.substr(0, got.find("\r\n")));
     // Reset rather than a polite FIN: the server's next write fails at once.
-    s.set_option(net::socket_base::linger(true, 0), ec);
-    s.close(ec);
+    boost::system::error_code ec;
+    stream.socket().set_option(net::socket_base::linger(true, 0), ec);
+    stream.socket().close(ec);
 }
 
 void post_and_vanish(int port, const std::string& target, const json& body, int after_ms) {
@@ -188,21 +215,32 @@ std::string raw(int port, const std::string& bytes, double timeout_s) {
     net::io_context ioc;
     beast::tcp_stream stream(connect(ioc, port));
     stream.expires_after(std::chrono::milliseconds(static_cast<int>(timeout_s * 1000)));
-    boost::system::error_code ec;
-    net::write(stream.socket(), net::buffer(bytes), ec);
+    // Whatever the write's fate, what the server sent back is read.
     std::string got;
-    char buf[4096];
-    for (;;) {
-        size_t n = stream.read_some(net::buffer(buf), ec);
-        if (ec) break;
-        got.append(buf, n);
-    }
+    Reader reader{stream, got, [](const std::string&) { return true; }};
+    net::async_write(stream, net::buffer(bytes), [&](boost::system::error_code, size_t) { reader.next(); });
+    ioc.run();
     return got;
 }
 
 struct WsClient::Impl {
     net::io_context ioc;
     websocket::stream<beast::tcp_stream> ws{ioc};
+
+    // Starts one asynchronous operation (`start(handler)`) and runs it to its end or for `seconds`, when it
+    // ends with error::timeout. Every call goes through here: tcp_stream's expiry bounds only asynchronous
+    // operations, and a frame, handshake or close the server never answers must fail the test, not hang it.
+    template <class Start>
+    boost::system::error_code await(double seconds, Start start) {
+        auto& lowest = beast::get_lowest_layer(ws);
+        lowest.expires_after(std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000)));
+        boost::system::error_code ec;
+        start([&ec](boost::system::error_code e, auto&&...) { ec = e; });
+        ioc.restart();
+        ioc.run();
+        lowest.expires_never();
+        return ec;
+    }
 };
 
 WsClient::WsClient(int port, const Headers& headers, const std::string& target) : impl_(std::make_unique<Impl>()) {
@@ -210,7 +248,8 @@ WsClient::WsClient(int port, const Headers& headers, const std::string& target) 
     impl_->ws.set_option(websocket::stream_base::decorator([headers](websocket::request_type& req) {
         for (auto& [k, v] : headers) req.set(k, v);
     }));
-    impl_->ws.handshake("127.0.0.1", target);
+    if (auto ec = impl_->await(30, [&](auto done) { impl_->ws.async_handshake("127.0.0.1", target, done); }))
+        throw boost::system::system_error(ec, "WebSocket handshake");
 }
 
 WsClient::~WsClient() {
@@ -222,21 +261,14 @@ void WsClient::send(const json& j) { send_text(j.dump()); }
 
 void WsClient::send_text(const std::string& s) {
     impl_->ws.text(true);
-    impl_->ws.write(net::buffer(s));
+    if (auto ec = impl_->await(30, [&](auto done) { impl_->ws.async_write(net::buffer(s), done); }))
+        throw boost::system::system_error(ec, "WebSocket send");
 }
 
 json WsClient::recv(double timeout_s) {
-    // Asynchronously, because tcp_stream's expiry only bounds asynchronous operations: a synchronous read
-    // of a frame the server never sends would wait for ever. On expiry the read ends with error::timeout.
-    auto& lowest = beast::get_lowest_layer(impl_->ws);
-    lowest.expires_after(std::chrono::milliseconds(static_cast<int>(timeout_s * 1000)));
     beast::flat_buffer buf;
-    boost::system::error_code ec;
-    impl_->ws.async_read(buf, [&ec](boost::system::error_code e, std::size_t) { ec = e; });
-    impl_->ioc.restart();
-    impl_->ioc.run();
-    lowest.expires_never();
-    if (ec) throw boost::system::system_error(ec);
+    if (auto ec = impl_->await(timeout_s, [&](auto done) { impl_->ws.async_read(buf, done); }))
+        throw boost::system::system_error(ec);
     return json::parse(beast::buffers_to_string(buf.data()));
 }
 
@@ -265,8 +297,7 @@ bool WsClient::wait_closed(double timeout_s) {
 }
 
 void WsClient::close() {
-    boost::system::error_code ec;
-    impl_->ws.close(websocket::close_code::normal, ec);
+    impl_->await(10, [&](auto done) { impl_->ws.async_close(websocket::close_code::normal, done); });  // errors: already gone
 }
 
 int ws_handshake_status(int port, const Headers& headers) {
@@ -297,6 +328,23 @@ TEST(ServerHarness, HealthOnAFreeLoopbackPort) {
     EXPECT_EQ(r.status, 200);
     EXPECT_EQ(r.json_body()["status"], "ok");
     EXPECT_FALSE(r.headers["x-request-id"].empty());
+}
+
+// A peer that accepts connections (the kernel completes them) and never answers: the harness's calls end
+// with a timeout instead of waiting for ever.
+TEST(ServerHarness, ASilentPeerTimesOut) {
+    net::io_context io;
+    tcp::acceptor silent(io, {net::ip::make_address("127.0.0.1"), 0});
+    const int port = silent.local_endpoint().port();
+    const auto t0 = std::chrono::steady_clock::now();
+    EXPECT_EQ(raw(port, "GET /health HTTP/1.1\r\nHost: x\r\n\r\n", 0.2), "");
+    try {
+        sse(port, "/v1/responses", json{{"stream", true}}, {}, 0.2);
+        ADD_FAILURE() << "sse returned";
+    } catch (const std::runtime_error& e) {
+        EXPECT_NE(std::string(e.what()).find("did not end within"), std::string::npos) << e.what();
+    }
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 20.0) << "bounded, not hung";
 }
 
 }  // namespace flint::test

@@ -91,21 +91,52 @@ inline float hmax(__m256 v) {
 
 // A span of kSpan positions, elements f32 (an f32 cache in place, or any cache converted) or f16 (in
 // place): per 8 positions, key dimension d at kt[r] + d * kt_stride (always readable; lanes past the span's
-// positions hold stale or repeated keys); per position its value row.
+// positions hold stale or repeated keys); per position its value row. key() and value() load 8 lanes as f32.
 template <typename E>
 struct Span {
     const E* kt[kRegs];
     int kt_stride;
     const E* vt[kSpan];
     int p0, n;
+
+    __m256 key(int r, int d) const { return load8(kt[r] + d * kt_stride); }
+    __m256 value(int j, int vr) const { return load8(vt[j] + 8 * vr); }  // value register vr of position j
+    void pad(int from) {  // registers past the sequence's last block read the span's first one again
+        for (int r = from; r < kRegs; ++r) kt[r] = kt[0];
+    }
+};
+
+// A span of a Q8_0 cache read in place (one KV head, dimensions off .. off + hd): per 8 positions, the
+// levels of dimension off + d at kt[r] + d * kt_stride and their scales, per 32 dimensions, at ks[r] +
+// ((off + d) / QK) * kt_stride; per position its whole value row of blocks. Each key or value is scale times
+// level, the f32 product dequantize_q8_block() writes, so in place and converted give the same bits.
+struct SpanQ8 {
+    const int8_t* kt[kRegs];
+    const uint16_t* ks[kRegs];
+    int kt_stride;
+    const BlockQ8_0* vt[kSpan];
+    int64_t off;
+    int p0, n;
+
+    __m256 key(int r, int d) const {
+        return _mm256_mul_ps(load8(ks[r] + ((off + d) / QK) * kt_stride), q8x8(kt[r] + d * kt_stride));
+    }
+    __m256 value(int j, int vr) const {
+        const int64_t e = off + 8 * vr;
+        const BlockQ8_0& b = vt[j][e / QK];
+        return _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(b.d)), q8x8(b.qs + e % QK));
+    }
+    void pad(int from) {
+        for (int r = from; r < kRegs; ++r) kt[r] = kt[0], ks[r] = ks[0];
+    }
 };
 
 // NQ (1 or 2) queries from i0 over one span, NV = head_dim / 8. Each key register is loaded once for the
 // pair and each value register once for the pair; every query's own arithmetic (its scores in dimension
 // order, its max, exps and sums, its weighted sum in position order) is the same whatever its partner is,
 // so a token gets bit-identical output alone or in a batch.
-template <int NV, int NQ, typename E>
-void pair_span(const QueryGroup& g, int i0, const Span<E>& sv, __m256 scale, float* m, float* l, float* sc) {
+template <int NV, int NQ, typename S>
+void pair_span(const QueryGroup& g, int i0, const S& sv, __m256 scale, float* m, float* l, float* sc) {
     constexpr int hd = 8 * NV;
     constexpr int kVPass = pass_divisor(NV, 4);  // value registers per query per pass (2 x 4 accumulators)
     int ni[NQ];
@@ -121,7 +152,7 @@ void pair_span(const QueryGroup& g, int i0, const Span<E>& sv, __m256 scale, flo
         for (int r = 0; r < kRegs; ++r) acc[u][r] = _mm256_setzero_ps();
     for (int d = 0; d < hd; ++d) {
         __m256 kd[kRegs];
-        for (int r = 0; r < kRegs; ++r) kd[r] = load8(sv.kt[r] + d * sv.kt_stride);
+        for (int r = 0; r < kRegs; ++r) kd[r] = sv.key(r, d);
         for (int u = 0; u < NQ; ++u) {
             const __m256 qd = _mm256_broadcast_ss(g.q[i0 + u] + d);
             for (int r = 0; r < kRegs; ++r) acc[u][r] = _mm256_fmadd_ps(qd, kd[r], acc[u][r]);
@@ -168,7 +199,7 @@ void pair_span(const QueryGroup& g, int i0, const Span<E>& sv, __m256 scale, flo
         // Positions below lo are every query's (all of them but in a prompt's last span): no checks there.
         for (int j = 0; j < lo; ++j) {
             __m256 vv[kVPass];
-            for (int v = 0; v < kVPass; ++v) vv[v] = load8(sv.vt[j] + 8 * (v0 + v));
+            for (int v = 0; v < kVPass; ++v) vv[v] = sv.value(j, v0 + v);
             for (int u = 0; u < NQ; ++u) {
                 const __m256 w = _mm256_broadcast_ss(sc + (i0 + u) * kSpan + j);
                 for (int v = 0; v < kVPass; ++v) o[u][v] = _mm256_fmadd_ps(w, vv[v], o[u][v]);
@@ -176,7 +207,7 @@ void pair_span(const QueryGroup& g, int i0, const Span<E>& sv, __m256 scale, flo
         }
         for (int j = lo; j < hi; ++j) {
             __m256 vv[kVPass];
-            for (int v = 0; v < kVPass; ++v) vv[v] = load8(sv.vt[j] + 8 * (v0 + v));
+            for (int v = 0; v < kVPass; ++v) vv[v] = sv.value(j, v0 + v);
             for (int u = 0; u < NQ; ++u) {
                 if (j >= ni[u]) continue;
                 const __m256 w = _mm256_broadcast_ss(sc + (i0 + u) * kSpan + j);
@@ -192,7 +223,7 @@ void pair_span(const QueryGroup& g, int i0, const Span<E>& sv, __m256 scale, flo
 // dimension four key loads feed eight FMAs (the one-query kernel this replaced loaded a key register per
 // FMA and was bound by loads, at ~28% of the FMA rate on a 0.5B draft block). NC = block_size / 8 and
 // NV = head_dim / 8 are compile-time so the accumulators live in registers. An f32 cache is read in place,
-// an f16 one too by small groups; otherwise f16 and Q8_0 are converted once per span for all the queries
+// f16 and Q8_0 ones too by small groups; otherwise they are converted once per span for all the queries
 // (the same f32 values either way).
 template <typename T, int NC, int NV>
 void attend_group_t(const HeadAttention& a, const QueryGroup& g, float* scratch) {
@@ -214,15 +245,20 @@ void attend_group_t(const HeadAttention& a, const QueryGroup& g, float* scratch)
         std::fill(g.out[i], g.out[i] + hd, 0.0f);
         n_max = std::max(n_max, g.n_pos[i]);
     }
-    // Up to 16 queries (decode's groups, a few draft tokens') read an f16 cache in place, converting each
-    // element as they load it; more share a span converted once into scratch. Q8_0 is always converted. The
-    // f32 values are the same either way, so are the results. (Scratch A/B, 15k positions: a decode pair's
-    // attention 15% faster at head dim 8, 41% at 64; 7-8 queries 10-16%; at 64 queries converting is as fast.)
-    constexpr bool kF16 = std::is_same_v<T, uint16_t>;
-    const bool f16_in_place = kF16 && g.n <= 16;
+    // Small groups read an f16 or Q8_0 cache in place, converting each element as they load it; larger ones
+    // share a span converted once into scratch. The f32 values are the same either way, so are the results.
+    // Scratch A/B, new / old median time: f16 in place up to 16 queries (decode's groups, a few draft
+    // tokens'): a decode pair 0.85 at head dim 8 (15k positions), 0.59 at 64; 7-8 queries 0.84-0.90; at 64
+    // queries converting is as fast. Q8_0 in place only for one pass (1-2 queries: 0.78-0.81 at head dims 8,
+    // 64 and 128); its conversion costs more per load, so at 3 queries (two passes) converting once is
+    // already 15% faster, at 7 35%.
+    constexpr bool kF16 = std::is_same_v<T, uint16_t>, kQ8 = std::is_same_v<T, int8_t>;
+    const bool in_place = (kF16 && g.n <= 16) || (kQ8 && g.n <= kPair);
     Span<float> sv;     // an f32 cache in place, or the span converted
     Span<uint16_t> hv;  // an f16 cache in place
-    sv.kt_stride = hv.kt_stride = bs;
+    SpanQ8 qv;          // a Q8_0 cache in place
+    sv.kt_stride = hv.kt_stride = qv.kt_stride = bs;
+    qv.off = off;
     const int seq_blocks = (n_max + bs - 1) / bs;
     // Points a view's block bi at its keys (8 positions a register) and its first nj value rows, `stride`
     // elements apart (kv_dim in the cache, hd in the converted scratch).
@@ -233,14 +269,14 @@ void attend_group_t(const HeadAttention& a, const QueryGroup& g, float* scratch)
     // Registers past the sequence's last block read the span's first one again: scored, never read (every
     // query's max and weights are masked to its own positions). Then the passes, two queries each.
     auto run = [&](auto& view, int n_blocks) {
-        for (int r = n_blocks * NC; r < kRegs; ++r) view.kt[r] = view.kt[0];
+        view.pad(n_blocks * NC);
         int i0 = 0;
         for (; i0 + kPair <= g.n; i0 += kPair) pair_span<NV, kPair>(g, i0, view, scale, m, l, sc);
         if (i0 < g.n) pair_span<NV, 1>(g, i0, view, scale, m, l, sc);
     };
     for (int p0 = 0; p0 < n_max; p0 += kSpan) {
-        sv.p0 = hv.p0 = p0;
-        sv.n = hv.n = std::min(kSpan, n_max - p0);
+        sv.p0 = hv.p0 = qv.p0 = p0;
+        sv.n = hv.n = qv.n = std::min(kSpan, n_max - p0);
         const int n_blocks = (sv.n + bs - 1) / bs;
         for (int bi = 0; bi < n_blocks; ++bi) {
             // The next span's block bi, requested as this one's is set up (see prefetch_block).
@@ -251,12 +287,17 @@ void attend_group_t(const HeadAttention& a, const QueryGroup& g, float* scratch)
             const T* vr = reinterpret_cast<const T*>(kv.v(b, a.layer)) + off;
             if constexpr (std::is_same_v<T, float>) {
                 point(sv, bi, kr, vr, kv_dim, nj);
-            } else if (f16_in_place) {
+            } else if (in_place) {
                 if constexpr (kF16) point(hv, bi, kr, vr, kv_dim, nj);
+                if constexpr (kQ8) {
+                    const auto* rows = reinterpret_cast<const BlockQ8_0*>(kv.v(b, a.layer));
+                    point(qv, bi, kr, rows, static_cast<int64_t>(kv.row_bytes() / sizeof(BlockQ8_0)), nj);
+                    for (int c = 0; c < NC; ++c) qv.ks[bi * NC + c] = kv.k_scales(b, a.layer) + 8 * c;
+                }
             } else {
                 float* kf = kb + bi * hd * bs;
                 float* vf = vb + bi * bs * hd;
-                if constexpr (std::is_same_v<T, int8_t>) dequantize_q8_block<bs, hd>(kv, b, a.layer, off, nj, kf, vf);
+                if constexpr (kQ8) dequantize_q8_block<bs, hd>(kv, b, a.layer, off, nj, kf, vf);
                 else {
                     to_f32(kr, kf, hd * bs);
                     for (int j = 0; j < nj; ++j) to_f32(vr + int64_t(j) * kv_dim, vf + j * hd, hd);
@@ -264,8 +305,12 @@ void attend_group_t(const HeadAttention& a, const QueryGroup& g, float* scratch)
                 point(sv, bi, kf, vf, hd, nj);
             }
         }
-        if (f16_in_place) {
-            if constexpr (kF16) run(hv, n_blocks);
+        if constexpr (kF16) {
+            if (in_place) run(hv, n_blocks);
+            else run(sv, n_blocks);
+        } else if constexpr (kQ8) {
+            if (in_place) run(qv, n_blocks);
+            else run(sv, n_blocks);
         } else {
             run(sv, n_blocks);
         }

@@ -62,7 +62,7 @@ void check_grouped_kernel(GroupKernel kernel, std::initializer_list<int> head_di
                 }
             // Group sizes: one query; a quad; a decode group read in one pass (5-8: a KV head's seven query
             // heads); more than eight (AVX-512: read in quads, f16/Q8_0 converted per span first); more than
-            // sixteen (AVX2: f16 converted per span; up to sixteen it reads f16 in place).
+            // sixteen (AVX2: f16 converted per span; up to sixteen it reads f16 in place, up to two Q8_0).
             for (const int nq : {1, 4, 5, 7, 8, 13, 21}) {
                 SCOPED_TRACE(testing::Message() << nq << " queries");
                 std::vector<float> q(static_cast<size_t>(nq) * hd), out(q.size()), alone(hd), ref(hd);

@@ -15,6 +15,7 @@
 namespace flint {
 
 class KVCache;
+struct BlockQ8_0;
 
 struct HeadAttention {
     const KVCache* kv = nullptr;
@@ -57,6 +58,20 @@ constexpr int pass_divisor(int n, int cap) {
         if (n % d == 0) return d;
     return 1;
 }
+// Where a span of kSpan positions of a Q8_0 cache lies, for a kernel reading it in place (one KV head, off
+// its first dimension): per register of kSpan / kRegs positions, the keys' levels of dimension off + d at
+// kt[r] + d * kt_stride and their scales, one per 32 dimensions, kt_stride apart from ks[r] on (each kernel
+// says which 32-dimension block ks[r] is); per position its whole value row of blocks. The AVX2 and AVX-512
+// kernels add their own loads.
+template <int kRegs, int kSpan>
+struct Q8SpanPointers {
+    const int8_t* kt[kRegs];
+    const uint16_t* ks[kRegs];
+    int kt_stride;  // the block size (keys are [dim][block_size] per block)
+    const BlockQ8_0* vt[kSpan];
+    int64_t off;
+    int p0, n;  // the span's first position, valid positions
+};
 // The scalar reference for one query (q, out: head_dim; scores: n_pos of scratch).
 void attend_head_scalar(const HeadAttention& a, const float* q, float* scores, float* out);
 // False when no compiled variant fits (block size 8/16/32, head dim 8/16/24/32/48/64/80/96/128).

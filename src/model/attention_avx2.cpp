@@ -106,18 +106,11 @@ struct Span {
     }
 };
 
-// A span of a Q8_0 cache read in place (one KV head, dimensions off .. off + hd): per 8 positions, the
-// levels of dimension off + d at kt[r] + d * kt_stride and their scales, per 32 dimensions, at ks[r] +
-// ((off + d) / QK) * kt_stride; per position its whole value row of blocks. Each key or value is scale times
-// level, the f32 product dequantize_q8_block() writes, so in place and converted give the same bits.
-struct SpanQ8 {
-    const int8_t* kt[kRegs];
-    const uint16_t* ks[kRegs];
-    int kt_stride;
-    const BlockQ8_0* vt[kSpan];
-    int64_t off;
-    int p0, n;
-
+// A span of a Q8_0 cache read in place (model/attention.h: Q8SpanPointers, 8 positions a register; ks[r]
+// is the row's first 32-dimension block, dimension off + d's scale at ks[r] + ((off + d) / QK) * kt_stride).
+// Each key or value is scale times level, the f32 product dequantize_q8_block() writes, so in place and
+// converted give the same bits.
+struct SpanQ8 : Q8SpanPointers<kRegs, kSpan> {
     __m256 key(int r, int d) const {
         return _mm256_mul_ps(load8(ks[r] + ((off + d) / QK) * kt_stride), q8x8(kt[r] + d * kt_stride));
     }

@@ -46,19 +46,11 @@ struct SpanView {
     const T* vt[kSpan];  // per position: its value row
     int p0, n;           // the span's first position, valid positions (<= kSpan)
 };
-// A Q8_0 cache read in place (T = int8_t): levels as above, plus per 16 positions the keys' scales of the
-// head's first 32-dimension block (block k at ks[r] + k * kt_stride), and per position its value row's
-// Q8_0 blocks; off = the head's first dimension. Each key or value is scale times level, the same f32
-// product the span dequantizer (dequantize_q8_span) writes, so reading in place gives the same bits.
+// A Q8_0 cache read in place (T = int8_t; model/attention.h: Q8SpanPointers, 16 positions a register;
+// ks[r] is the head's first 32-dimension block, block k of the head at ks[r] + k * kt_stride). Each key or value is scale times level, the same f32 product the span dequantizer (dequantize_q8_span)
+// writes, so reading in place gives the same bits.
 template <>
-struct SpanView<int8_t> {
-    const int8_t* kt[kRegs];
-    const uint16_t* ks[kRegs];
-    int kt_stride;
-    const BlockQ8_0* vt[kSpan];
-    int64_t off;
-    int p0, n;
-};
+struct SpanView<int8_t> : Q8SpanPointers<kRegs, kSpan> {};
 
 inline __m512 levels16(const int8_t* q) {
     return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q))));

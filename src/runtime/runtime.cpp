@@ -61,6 +61,16 @@ struct Runtime::Impl {
     std::string closed_reason;  // set by close(): why submit() refuses
     uint64_t next_id = 1;
 
+    // Requests waiting to run (mu held): the engine's waiting list as of its last step, and what was
+    // submitted since, less what was cancelled meanwhile. A client that left must not hold a queue slot
+    // until the engine gets to it: on a busy host, or behind a long step, a stream of vanishing clients
+    // would otherwise fill the queue and get live ones refused.
+    int queued() const {
+        int n = n_waiting.load();
+        for (const auto& p : incoming) n += !p->cancelled;
+        return n;
+    }
+
     // Engine thread only.
     std::vector<std::shared_ptr<PendingRequest>> waiting;
     std::vector<std::unique_ptr<Sequence>> running;
@@ -577,7 +587,7 @@ uint64_t Runtime::submit(GenerationRequest req, Callback on_event) {
         std::lock_guard lk(impl_->mu);
         if (impl_->stopping)
             throw OverloadedError(impl_->closed_reason.empty() ? "the model is shutting down" : impl_->closed_reason);
-        const int queued = static_cast<int>(impl_->incoming.size()) + impl_->n_waiting.load();
+        const int queued = impl_->queued();
         if (queued >= cfg_.max_queued)
             throw OverloadedError("overloaded: " + std::to_string(queued) + " requests are already waiting");
         if (impl_->queued_tokens + n > cfg_.max_queued_tokens)
@@ -628,7 +638,7 @@ RuntimeStats Runtime::stats() const {
     RuntimeStats s;
     {
         std::lock_guard lk(impl_->mu);
-        s.queued = static_cast<int>(impl_->incoming.size()) + impl_->n_waiting.load();
+        s.queued = impl_->queued();
     }
     s.running = impl_->n_running;
     s.kv_blocks_total = impl_->kv->n_blocks();

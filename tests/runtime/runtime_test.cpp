@@ -286,6 +286,55 @@ TEST(Runtime, OverloadIsRefusedCleanlyAndServingContinues) {
     EXPECT_EQ(after.output.size(), 3u);
 }
 
+// Cancelled requests give their queue slots back at once, before the engine gets round to them: with the
+// engine held inside a step, two queued requests fill a queue of two, and once they are cancelled a third is
+// accepted. The cancelled ones still end (as cancelled) when the engine goes on.
+TEST(Runtime, CancelledRequestsFreeTheirQueueSlotsAtOnce) {
+    FLINT_REQUIRE_SHARED("models/stories260K.gguf");
+    auto l = load_stories();
+    RuntimeConfig c = small_config();
+    c.max_running = 1;
+    c.max_queued = 2;
+    Runtime rt(l.model, l.tok, c);
+    std::mutex mu;
+    std::condition_variable cv;
+    bool in_step = false, release = false;
+    rt.on_step = [&](const std::vector<uint64_t>&) {
+        std::unique_lock lk(mu);
+        in_step = true;
+        cv.notify_all();
+        cv.wait(lk, [&] { return release; });
+    };
+    auto p = story_prompt(*l.tok, "Once upon a time");
+    Waiter running, b, c2, d;
+    rt.submit(greedy_request(p, 4), running.callback());
+    {
+        std::unique_lock lk(mu);
+        cv.wait(lk, [&] { return in_step; });  // the engine is inside its first step, holding the first request
+    }
+    const uint64_t id_b = rt.submit(greedy_request(p, 4), b.callback());
+    const uint64_t id_c = rt.submit(greedy_request(p, 4), c2.callback());
+    EXPECT_EQ(rt.stats().queued, 2);
+    EXPECT_THROW(rt.submit(greedy_request(p, 4), d.callback()), OverloadedError) << "the queue of two is full";
+    EXPECT_TRUE(rt.cancel(id_b));
+    EXPECT_TRUE(rt.cancel(id_c));
+    EXPECT_EQ(rt.stats().queued, 0);
+    rt.submit(greedy_request(p, 4), d.callback());  // accepted while the engine is still held
+    {
+        std::lock_guard lk(mu);
+        release = true;
+    }
+    cv.notify_all();
+    running.wait();
+    b.wait();
+    c2.wait();
+    d.wait();
+    EXPECT_EQ(b.final_event().finish, FinishReason::Cancelled);
+    EXPECT_EQ(c2.final_event().finish, FinishReason::Cancelled);
+    EXPECT_EQ(d.final_event().output.size(), 4u);
+    EXPECT_EQ(rt.stats().queued, 0);
+}
+
 // A schema built by hand (the server compiles requests' schemas to the same nodes): {"name": string,
 // "size": integer, "tags": up to 3 strings}, all required, nothing else.
 std::shared_ptr<const JsonSchema> record_schema() {

@@ -180,6 +180,10 @@ struct Runtime::Impl {
         ev.output = s.output;
         generated_total += s.output.size();
         emit(s, ev);
+        // That was the callback's last call. It goes now, before the request leaves `live`: whoever waits in
+        // drain() or close() for an idle engine may free what it holds (a server's channel, whose timer lives
+        // on the server's I/O context) the moment this returns; it must not be destroyed later with the sequence.
+        s.pending->callback = nullptr;
         cache->insert(s.tokens, s.n_past, s.blocks);
         s.blocks.clear();
         std::lock_guard lk(mu);

@@ -335,6 +335,32 @@ TEST(Runtime, CancelledRequestsFreeTheirQueueSlotsAtOnce) {
     EXPECT_EQ(rt.stats().queued, 0);
 }
 
+// When drain() returns, the engine holds nothing of the requests' callbacks any more: a server frees what
+// they point into (its I/O contexts) right after. The callback here owns an object whose destructor takes a
+// while; drain() must not return before it has run (it did: the request left the live set before its
+// sequence, which held the callback, was destroyed, and AddressSanitizer caught a server's timer freed
+// under it).
+TEST(Runtime, DrainReturnsOnlyOnceTheCallbacksAreGone) {
+    FLINT_REQUIRE_SHARED("models/stories260K.gguf");
+    auto l = load_stories();
+    Runtime rt(l.model, l.tok, small_config());
+    struct SlowToDie {
+        std::atomic<bool>* gone;
+        explicit SlowToDie(std::atomic<bool>* g) : gone(g) {}
+        ~SlowToDie() {
+            std::this_thread::sleep_for(std::chrono::milliseconds(100));
+            gone->store(true);
+        }
+    };
+    std::atomic<bool> gone{false}, started{false};
+    auto held = std::make_shared<SlowToDie>(&gone);
+    rt.submit(greedy_request(story_prompt(*l.tok, "Once upon a time"), 200), [held, &started](const Event&) { started = true; });
+    held.reset();
+    while (!started) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    rt.drain();
+    EXPECT_TRUE(gone.load()) << "drain() returned while the engine still held the callback";
+}
+
 // A schema built by hand (the server compiles requests' schemas to the same nodes): {"name": string,
 // "size": integer, "tags": up to 3 strings}, all required, nothing else.
 std::shared_ptr<const JsonSchema> record_schema() {

@@ -298,12 +298,9 @@ void attend_group_t(const HeadAttention& a, const QueryGroup& g, float* scratch)
                 point(sv, bi, kf, vf, hd, nj);
             }
         }
-        if constexpr (kF16) {
-            if (in_place) run(hv, n_blocks);
-            else run(sv, n_blocks);
-        } else if constexpr (kQ8) {
-            if (in_place) run(qv, n_blocks);
-            else run(sv, n_blocks);
+        if (in_place) {
+            if constexpr (kF16) run(hv, n_blocks);
+            if constexpr (kQ8) run(qv, n_blocks);
         } else {
             run(sv, n_blocks);
         }

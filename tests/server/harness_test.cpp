@@ -184,15 +184,13 @@ void sse_and_disconnect(int port, const std::string& target, const json& body, s
     stream.expires_after(std::chrono::seconds(30));
     const auto req = make_request("POST", target, body.dump(), {});
     std::string got;
-    Reader reader{stream, got, [bytes](const std::string& g) {
-                      if (g.size() >= 12 && g.compare(0, 12, "HTTP/1.1 200") != 0) return false;
-                      return g.size() < bytes;
-                  }};
+    auto refused = [](const std::string& g) { return g.size() >= 12 && g.compare(0, 12, "HTTP/1.1 200") != 0; };
+    Reader reader{stream, got, [&](const std::string& g) { return g.size() < bytes && !refused(g); }};
     http::async_write(stream, req, [&](boost::system::error_code e, size_t) {
         if (!e) reader.next();
     });
     ioc.run();
-    if (got.size() >= 12 && got.compare(0, 12, "HTTP/1.1 200") != 0)
+    if (refused(got))
         throw std::runtime_error("sse_and_disconnect: " + got.substr(0, got.find("\r\n")));
     // Reset rather than a polite FIN: the server's next write fails at once.
     boost::system::error_code ec;

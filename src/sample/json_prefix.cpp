@@ -29,6 +29,9 @@ void JsonPrefix::signature(std::string& out) const {
     out.push_back(static_cast<char>(mode_));
     out.push_back(static_cast<char>(object_only_ | key_ << 1));
     out.push_back(static_cast<char>(hex_left_ | utf8_left_ << 4));
+    out.push_back(static_cast<char>(low_next_ | surrogate_high_ << 1));
+    if (mode_ == Mode::Unicode) out.push_back(static_cast<char>(unit_));  // digits so far: at most 0xFFF
+    if (mode_ == Mode::Utf8) out.push_back(static_cast<char>(utf8_lo_ ^ utf8_hi_));  // which bounds apply
     out.push_back(static_cast<char>(whitespace_));
     out.push_back(literal_ ? literal_[0] : '\0');
     out.push_back(static_cast<char>(literal_pos_));
@@ -114,6 +117,7 @@ bool JsonPrefix::step(unsigned char c) {
         return false;
     case Mode::Done: return false;
     case Mode::String:
+        if (low_next_ && c != '\\') return false;  // after a \u high surrogate, only its low half
         if (c == '"') {
             if (key_) {
                 mode_ = Mode::Colon;
@@ -127,28 +131,51 @@ bool JsonPrefix::step(unsigned char c) {
         }
         if (c < 0x20) return false;  // control characters must be escaped
         if (c < 0x80) return true;
+        // Well-formed UTF-8 only (RFC 3629): no overlong forms, no encoded surrogates, nothing past U+10FFFF;
+        // the lead byte bounds the first continuation byte.
+        utf8_lo_ = 0x80, utf8_hi_ = 0xBF;
         if (c >= 0xC2 && c <= 0xDF) utf8_left_ = 1;
         else if (c >= 0xE0 && c <= 0xEF) utf8_left_ = 2;
         else if (c >= 0xF0 && c <= 0xF4) utf8_left_ = 3;
         else return false;
+        if (c == 0xE0) utf8_lo_ = 0xA0;
+        else if (c == 0xED) utf8_hi_ = 0x9F;
+        else if (c == 0xF0) utf8_lo_ = 0x90;
+        else if (c == 0xF4) utf8_hi_ = 0x8F;
         mode_ = Mode::Utf8;
         return true;
     case Mode::Utf8:
-        if ((c & 0xC0) != 0x80) return false;
+        if (c < utf8_lo_ || c > utf8_hi_) return false;
+        utf8_lo_ = 0x80, utf8_hi_ = 0xBF;
         if (--utf8_left_ == 0) mode_ = Mode::String;
         return true;
     case Mode::Escape:
         if (c == 'u') {
             hex_left_ = 4;
+            unit_ = 0;
             mode_ = Mode::Unicode;
             return true;
         }
+        if (low_next_) return false;
         if (c != '"' && c != '\\' && c != '/' && c != 'b' && c != 'f' && c != 'n' && c != 'r' && c != 't') return false;
         mode_ = Mode::String;
         return true;
     case Mode::Unicode:
         if (!is_hex(c)) return false;
-        if (--hex_left_ == 0) mode_ = Mode::String;
+        unit_ = static_cast<uint16_t>(unit_ << 4 | (is_digit(c) ? c - '0' : (c | 0x20) - 'a' + 10));
+        // Surrogates come in pairs (\uD8xx-\uDBxx, then \uDCxx-\uDFxx), as strict parsers require; judged
+        // at the second digit, the first that can tell.
+        if (hex_left_ == 4 && low_next_ && unit_ != 0xD) return false;
+        if (hex_left_ == 3) {
+            const bool high = unit_ >= 0xD8 && unit_ <= 0xDB, low = unit_ >= 0xDC && unit_ <= 0xDF;
+            if (low != low_next_) return false;
+            if (high) surrogate_high_ = true;
+        }
+        if (--hex_left_ == 0) {
+            low_next_ = surrogate_high_ && !low_next_;
+            surrogate_high_ = false;
+            mode_ = Mode::String;
+        }
         return true;
     case Mode::Literal:
         if (c != static_cast<unsigned char>(literal_[literal_pos_])) return false;

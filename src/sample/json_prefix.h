@@ -2,7 +2,8 @@
 //
 // A byte-level recogniser of one JSON value (RFC 8259: objects, arrays, strings with escapes and UTF-8,
 // numbers, true/false/null), fed incrementally: whether the bytes so far are a prefix of some valid JSON
-// text, and whether they are already a complete value. JsonSchemaPrefix (json_schema.h) runs one per
+// text, and whether they are already a complete value. Strings are held to what strict parsers take:
+// well-formed UTF-8 (RFC 3629) and \u surrogates in pairs. JsonSchemaPrefix (json_schema.h) runs one per
 // string, number, literal or unconstrained value. With object_only the value must be an object. Whitespace is
 // bounded so that a model cannot pad forever with newlines: none before the value, at most kMaxWhitespace
 // bytes in a row inside it (enough for pretty-printing seven levels deep).
@@ -60,6 +61,10 @@ private:
     std::string stack_;      // open containers: '{' or '['
     bool key_ = false;       // the current string is an object key
     int hex_left_ = 0, utf8_left_ = 0;
+    uint16_t unit_ = 0;                  // the \u escape's hex digits so far
+    uint8_t utf8_lo_ = 0x80, utf8_hi_ = 0xBF;  // the range of the next UTF-8 continuation byte
+    bool surrogate_high_ = false;        // the \u escape being read is a high surrogate
+    bool low_next_ = false;              // after a high surrogate: a \u low surrogate must come next
     const char* literal_ = nullptr;  // "true", "false" or "null"
     int literal_pos_ = 0;
     int whitespace_ = 0;     // whitespace bytes in a row outside strings

@@ -69,7 +69,19 @@ bool JsonSchemaPrefix::accepts(std::string_view bytes) const {
 }
 
 bool JsonSchemaPrefix::complete() const {
-    return std::any_of(threads_.begin(), threads_.end(), [](const Thread& t) { return t.started && t.frames.empty(); });
+    // A container's frame leaves at its closer; a top-level string, number, literal or enum value keeps its
+    // frame until a byte after it, so it is complete when that frame's value is.
+    auto value_done = [this](const Frame& f) {
+        const JsonSchemaNode& n = schema_->nodes[f.node];
+        switch (n.kind) {
+        case Kind::Object: case Kind::Array: case Kind::AnyOf: return false;
+        case Kind::Enum: return std::find(n.values.begin(), n.values.end(), f.text) != n.values.end();
+        default: return f.leaf.complete();
+        }
+    };
+    return std::any_of(threads_.begin(), threads_.end(), [&](const Thread& t) {
+        return t.started && (t.frames.empty() || (t.frames.size() == 1 && value_done(t.frames[0])));
+    });
 }
 
 std::string JsonSchemaPrefix::signature() const {

@@ -25,6 +25,9 @@ TEST(JsonPrefix, AcceptsValidJsonAndIsCompleteOnlyAtItsEnd) {
         R"({"a": 1, "b": [true, false, null], "c": {"d": "e"}})",
         "{\n  \"k\": -0.5e+10,\n  \"s\": \"\\\"q\\\" \\\\ \\/ \\b\\f\\n\\r\\t \\u00e9\",\n  \"u\": \"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\"\n}",
         R"({"n": [0, 12, 3.25, -7, 1E3, 2e-2, []], "x": [[{}]]})",
+        // UTF-8 at the edges of each lead byte's range, and surrogate pairs in either case.
+        "{\"u\": \"\xc2\x80 \xdf\xbf \xe0\xa0\x80 \xed\x9f\xbf \xee\x80\x80 \xef\xbf\xbf \xf0\x90\x80\x80 \xf4\x8f\xbf\xbf\"}",
+        R"({"e": "\ud83d\ude00 \uD83D\uDE00 \udbff\udfff \ud7ff \ue000"})",
     };
     for (const std::string& t : valid) {
         JsonPrefix j;
@@ -59,6 +62,20 @@ TEST(JsonPrefix, RefusesTheFirstInvalidByteAndKeepsItsState) {
         {"{\"a\": \"\xff\"}", 7},   // not UTF-8
         {"{\"a\": 1]", 7},          // mismatched closer
         {"{} {}", 3},
+        // Well-formed UTF-8 only (RFC 3629): the first continuation byte is refused when the lead byte
+        // cannot be followed by it.
+        {"{\"a\": \"\xe0\x9f\xbf\"}", 8},      // overlong (U+07FF in three bytes)
+        {"{\"a\": \"\xf0\x8f\xbf\xbf\"}", 8},  // overlong (U+FFFF in four bytes)
+        {"{\"a\": \"\xed\xa0\x80\"}", 8},      // an encoded surrogate (U+D800)
+        {"{\"a\": \"\xf4\x90\x80\x80\"}", 8},  // past U+10FFFF
+        {"{\"a\": \"\xc3\xa9\xa9\"}", 9},      // a continuation byte with no lead
+        // \u surrogates in pairs: a low one alone, or a high one followed by anything but a low one.
+        {"{\"a\": \"\\udc00\"}", 10},
+        {"{\"a\": \"\\ud800\"}", 13},
+        {"{\"a\": \"\\ud800x\"}", 13},
+        {"{\"a\": \"\\ud800\\n\"}", 14},
+        {"{\"a\": \"\\ud800\\u0041\"}", 15},
+        {"{\"a\": \"\\uD800\\uD800\"}", 16},
     };
     for (const Case& c : cases) {
         JsonPrefix j;

@@ -123,6 +123,34 @@ TEST(JsonSchemaPrefix, AnyObjectIsJsonObjectMode) {
     expect_refused_at(s, R"({"a":1}})", 7);
 }
 
+// The server's compiler wants an object at the root, but the recogniser takes any node there: a top-level
+// string, number, literal or enum value is complete at its last byte, before anything follows it.
+TEST(JsonSchemaPrefix, ATopLevelLeafIsCompleteAtItsLastByte) {
+    auto root = [](JsonSchemaNode n) {
+        auto s = std::make_shared<JsonSchema>();
+        s->root = s->add(std::move(n));
+        return std::shared_ptr<const JsonSchema>(s);
+    };
+    JsonSchemaNode str, num, lit, en;
+    str.kind = JsonSchemaNode::Kind::String;
+    num.kind = JsonSchemaNode::Kind::Integer;
+    lit.kind = JsonSchemaNode::Kind::Boolean;
+    en.kind = JsonSchemaNode::Kind::Enum;
+    en.values = {"1", "12", "\"x\""};
+    expect_fits(root(str), R"("a\"b")");
+    expect_fits(root(lit), "false");
+    expect_fits(root(en), "\"x\"");
+    bool complete = false;
+    EXPECT_EQ(accepted(root(num), "-120", &complete), 4u);
+    EXPECT_TRUE(complete) << "a number is complete at each digit";
+    expect_fits(std::make_shared<const JsonSchema>(), R"({"a":[1]})");  // root 0: anything
+    JsonSchemaPrefix p(root(en));
+    ASSERT_TRUE(p.feed("1"));
+    EXPECT_TRUE(p.complete()) << "1 is one of the values, and 12 could still follow";
+    ASSERT_TRUE(p.feed("2 "));
+    EXPECT_TRUE(p.complete());
+}
+
 TEST(JsonSchemaPrefix, WhitespaceIsBounded) {
     auto s = JsonSchema::any_object();
     const std::string many(JsonSchemaPrefix::kMaxWhitespace, ' ');

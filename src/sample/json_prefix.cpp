@@ -30,8 +30,12 @@ void JsonPrefix::signature(std::string& out) const {
     out.push_back(static_cast<char>(object_only_ | key_ << 1));
     out.push_back(static_cast<char>(hex_left_ | utf8_left_ << 4));
     out.push_back(static_cast<char>(low_next_ | surrogate_high_ << 1));
-    if (mode_ == Mode::Unicode) out.push_back(static_cast<char>(unit_));  // digits so far: at most 0xFFF
-    if (mode_ == Mode::Utf8) out.push_back(static_cast<char>(utf8_lo_ ^ utf8_hi_));  // which bounds apply
+    // Inside \uXXXX the digits so far matter only while the second is due: was the first a D?
+    if (mode_ == Mode::Unicode) out.push_back(static_cast<char>(hex_left_ == 3 && unit_ == 0xD));
+    if (mode_ == Mode::Utf8) {  // which bytes may come next
+        out.push_back(static_cast<char>(utf8_lo_));
+        out.push_back(static_cast<char>(utf8_hi_));
+    }
     out.push_back(static_cast<char>(whitespace_));
     out.push_back(literal_ ? literal_[0] : '\0');
     out.push_back(static_cast<char>(literal_pos_));

@@ -196,5 +196,17 @@ TEST(JsonDifferential, MutatedTextsAreJudgedAsTheParserJudgesThem) {
     EXPECT_GT(invalid, 3000);  // mostly refusals: the refusal paths are what this test is for
 }
 
+// The signature is the key of the token-set cache: prefixes of one text with equal signatures must take
+// the same next bytes (each probed with all 256).
+TEST(JsonDifferential, EqualSignaturesTakeTheSameNextBytes) {
+    Generator g(99);
+    for (int i = 0; i < 400; ++i) {
+        std::string t = g.text();
+        if (i % 2) g.mutate(t);
+        const std::string e = json_oracle::check_json_recognisers(t, {}, true);
+        ASSERT_EQ(e, "") << "text: " << ::testing::PrintToString(t);
+    }
+}
+
 }  // namespace
 }  // namespace flint

@@ -7,6 +7,8 @@
 //     the recogniser adds on purpose: no whitespace before the value, at most kMaxWhitespace in a row;
 //   - a refused byte leaves the state as it was (same signature, and the next byte is judged the same);
 //   - feeding the text in chunks gives the byte-wise answer: a chunk is taken iff all its bytes would be;
+//   - (probe_signatures) two prefixes of the text with equal signatures judge every next byte alike and
+//     agree on complete() — the signature is a cache key for the tokens that fit;
 //   - JsonSchemaPrefix over an "any object" schema, and over an empty schema, agree byte for byte with
 //     JsonPrefix(object_only = true / false): same refusals, same complete().
 // A number outside double's range (1e999) is valid syntax that nlohmann stops at (out_of_range) without
@@ -14,6 +16,7 @@
 // agreement with the parser.
 #pragma once
 #include <algorithm>
+#include <map>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -67,14 +70,42 @@ inline std::string sig(const JsonPrefix& p) {
 }
 inline std::string sig(const JsonSchemaPrefix& p) { return p.signature(); }
 
+// States met so far by signature: a state whose signature was met before must take the same next bytes
+// and agree on complete(). Each signature is probed at most twice (256 one-byte feeds a probe).
+template <class P>
+class SignatureProbe {
+public:
+    std::string visit(const P& p, const std::string& signature, size_t at) {
+        auto [it, fresh] = seen_.try_emplace(signature, p, 0);
+        if (fresh || it->second.second++ >= 2) return "";
+        const P& first = it->second.first;
+        if (first.complete() != p.complete()) return "equal signatures, unequal complete() at " + std::to_string(at);
+        for (int b = 0; b < 256; ++b) {
+            const char c = static_cast<char>(b);
+            P x = first, y = p;
+            if (x.feed(std::string_view(&c, 1)) != y.feed(std::string_view(&c, 1)))
+                return "equal signatures judge byte " + std::to_string(b) + " unlike at " + std::to_string(at);
+        }
+        return "";
+    }
+
+private:
+    std::map<std::string, std::pair<P, int>> seen_;
+};
+
 // Feeds `text` one byte at a time to a fresh Recogniser made by `make`; after a refusal, checks that the
 // state is unchanged and that the same byte is refused again.
 template <class Make>
-ByteWise feed_bytes(Make make, std::string_view text) {
+ByteWise feed_bytes(Make make, std::string_view text, bool probe_signatures = false) {
     ByteWise r;
     auto p = make();
+    SignatureProbe<decltype(p)> probe;
     for (size_t i = 0; i < text.size(); ++i) {
         const std::string before = sig(p);
+        if (probe_signatures) {
+            r.failure = probe.visit(p, before, i);
+            if (!r.failure.empty()) return r;
+        }
         if (p.feed(text.substr(i, 1))) continue;
         r.accepted = i;
         if (sig(p) != before) r.failure = "a refused byte changed the state at " + std::to_string(i);
@@ -120,19 +151,20 @@ inline std::string check_against_parser(std::string_view text, bool object_only,
 }
 
 // `chunk_sizes`: bytes that pick the chunk sizes for the chunked feed (empty: skip it).
-inline std::string check_json_recognisers(std::string_view text, std::string_view chunk_sizes = {}) {
+inline std::string check_json_recognisers(std::string_view text, std::string_view chunk_sizes = {},
+                                          bool probe_signatures = false) {
     static const auto any_object = JsonSchema::any_object();
     static const auto anything = std::make_shared<const JsonSchema>();  // root 0: Any
     const Parsed parsed = parse_with_nlohmann(text);
     for (bool object_only : {true, false}) {
         auto make = [&] { return JsonPrefix(object_only); };
-        const ByteWise r = feed_bytes(make, text);
+        const ByteWise r = feed_bytes(make, text, probe_signatures);
         if (!r.failure.empty()) return "JsonPrefix: " + r.failure;
         if (auto e = check_against_parser(text, object_only, r, parsed); !e.empty()) return e;
         if (auto e = feed_chunks(make, text, r, chunk_sizes); !e.empty()) return "JsonPrefix: " + e;
 
         auto make_schema = [&] { return JsonSchemaPrefix(object_only ? any_object : anything); };
-        const ByteWise s = feed_bytes(make_schema, text);
+        const ByteWise s = feed_bytes(make_schema, text, probe_signatures);
         if (!s.failure.empty()) return "JsonSchemaPrefix: " + s.failure;
         if (s.accepted != r.accepted)
             return "JsonSchemaPrefix refuses at byte " + std::to_string(s.accepted) + ", JsonPrefix at " +

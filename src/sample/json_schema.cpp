@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "tokenizer/unicode.h"
+
 namespace flint {
 namespace {
 
@@ -26,6 +28,40 @@ bool starts_leaf(Kind k, unsigned char c) {
 }
 
 uint64_t all_of(size_t n) { return n >= 64 ? ~uint64_t{0} : (uint64_t{1} << n) - 1; }
+
+// A key's text as written (between the quotes, escapes checked by JsonPrefix) → the name it stands for:
+// "\u0061" is the key "a", and must meet property a's schema.
+std::string unescape(std::string_view raw) {
+    auto hex4 = [&](size_t at) {
+        uint32_t v = 0;
+        for (size_t k = at; k < at + 4; ++k) {
+            const char c = raw[k];
+            v = v << 4 | static_cast<uint32_t>(c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10);
+        }
+        return v;
+    };
+    std::string out;
+    for (size_t i = 0; i < raw.size(); ++i) {
+        if (raw[i] != '\\') {
+            out.push_back(raw[i]);
+            continue;
+        }
+        const char e = raw[++i];
+        if (e != 'u') {
+            static constexpr std::string_view kFrom = "\"\\/bfnrt", kTo = "\"\\/\b\f\n\r\t";
+            out.push_back(kTo[kFrom.find(e)]);
+            continue;
+        }
+        uint32_t cp = hex4(i + 1);
+        i += 4;
+        if (cp >= 0xD800 && cp <= 0xDBFF) {  // a high surrogate: JsonPrefix saw its low half follow
+            cp = 0x10000 + ((cp - 0xD800) << 10) + (hex4(i + 3) - 0xDC00);
+            i += 6;
+        }
+        utf8::append(out, cp);
+    }
+    return out;
+}
 
 }  // namespace
 
@@ -213,7 +249,10 @@ void JsonSchemaPrefix::step_object(Thread& t, unsigned char c, std::vector<Threa
     case kInKey: {
         JsonPrefix closed = f.leaf;
         if (c == '"' && closed.feed("\"") && closed.complete()) {  // the key ends (not an escaped quote)
-            const auto it = std::find(n.names.begin(), n.names.end(), f.text);
+            // (Escapes only where other keys are allowed: a strict object's keys are its names, which the
+            // compiler takes only when they need none.)
+            const std::string name = f.text.find('\\') == std::string::npos ? f.text : unescape(f.text);
+            const auto it = std::find(n.names.begin(), n.names.end(), name);
             if (it != n.names.end()) {
                 const int i = static_cast<int>(it - n.names.begin());
                 if (f.seen >> i & 1) return;  // given twice

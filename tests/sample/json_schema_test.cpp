@@ -123,6 +123,19 @@ TEST(JsonSchemaPrefix, AnyObjectIsJsonObjectMode) {
     expect_refused_at(s, R"({"a":1}})", 7);
 }
 
+// A key written with escapes is the name it spells: "\u0061" is property a, held to a's schema and
+// counted as given (so not a second time, and not as an additional key).
+TEST(JsonSchemaPrefix, AnEscapedKeyIsTheNameItSpells) {
+    auto s = compile(json::parse(R"({"type": "object", "properties": {"a": {"type": "integer"}, "\u00e9\ud83d\ude00": {"type": "null"}},
+                                     "required": ["a"]})"));
+    expect_fits(s, R"({"\u0061":1})");
+    expect_refused_at(s, R"({"\u0061":"x"})", 10);        // a's value is an integer
+    expect_refused_at(s, R"({"a":1,"\u0061":2})", 14);    // a, given twice
+    expect_fits(s, R"({"a":1,"\u00E9\uD83D\uDE00":null})");
+    expect_refused_at(s, R"({"a":1,"\u00e9\ud83d\ude00":0})", 28);
+    expect_fits(s, R"({"a":1,"\n\"\/\\":[0]})");          // another key: anything
+}
+
 // The server's compiler wants an object at the root, but the recogniser takes any node there: a top-level
 // string, number, literal or enum value is complete at its last byte, before anything follows it.
 TEST(JsonSchemaPrefix, ATopLevelLeafIsCompleteAtItsLastByte) {

@@ -118,7 +118,7 @@ void bench_edit(const BenchEditOptions& o) {
         std::vector<ChatMessage> msgs = {
             {"system", "You are a coding assistant. Reply with the whole file, edited."},
             {"user", "Rename the variable `n` to `count` in this file:\n```\n" + tok->decode(file_tokens) + "\n```"}};
-        prompt = tok->encode(apply_chat_template(fmt, msgs, true), tok->add_bos(), true);
+        prompt = tok->encode(render_chat(fmt, msgs, true), tok->add_bos());
     } else {
         if (tok->add_bos()) prompt.push_back(tok->bos());
         prompt.insert(prompt.end(), file_tokens.begin(), file_tokens.end());

@@ -55,8 +55,8 @@ std::vector<int32_t> build_prompt(const RunOptions& o, const Tokenizer& tok) {
         std::vector<ChatMessage> msgs;
         if (!o.system.empty()) msgs.push_back({"system", o.system});
         msgs.push_back({"user", text});
-        text = apply_chat_template(fmt, msgs, true, chat_default_system(tok.chat_template()));
-        return tok.encode(text, tok.add_bos() && !o.no_bos, true);
+        // The prompt is plain text inside the format's markup: a "<|im_end|>" in it stays text.
+        return tok.encode(render_chat(fmt, msgs, true, chat_default_system(tok.chat_template())), tok.add_bos() && !o.no_bos);
     }
     return tok.encode(text, tok.add_bos() && !o.no_bos, !o.no_special);
 }
@@ -158,7 +158,7 @@ void register_run(CLI::App& app) {
     auto o = std::make_shared<RunOptions>();
     CLI::App* cmd = app.add_subcommand("run", "Generate text from a prompt, streaming it to stdout (stats on stderr)");
     add_model_options(*cmd, o->model);
-    cmd->add_option("-p,--prompt", o->prompt, "Prompt text (special tokens like <|im_start|> are recognised unless --no-special)");
+    cmd->add_option("-p,--prompt", o->prompt, "Prompt text (special tokens like <|im_start|> are recognised unless --no-special; with --chat it is the user message, plain text)");
     cmd->add_option("-f,--file", o->prompt_file, "Read the prompt from a file");
     cmd->add_option("-n,--n-predict", o->n_predict, "Tokens to generate at most")->check(CLI::Range(0, 1 << 24));
     cmd->add_option("--temp", o->sampling.temperature, "Temperature; 0 = greedy (default 0.8)")->check(CLI::Range(0.0, 100.0));

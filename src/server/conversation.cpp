@@ -9,14 +9,25 @@
 namespace flint::server {
 namespace {
 
-std::string tool_call_text(const InputItem& it) {
+// A message's content as parts: its plain text, then markup and text appended.
+void append(ChatMessage& m, std::string text, bool markup) {
+    if (m.parts.empty() && !m.content.empty()) m.parts.push_back({std::move(m.content), false});
+    m.content.clear();
+    m.parts.push_back({std::move(text), markup});
+}
+
+// <tool_call>\n{"name":…,"arguments":…}\n</tool_call>: the tags are markup, the call (the client's) is text.
+void append_tool_call(ChatMessage& m, const InputItem& it) {
     nlohmann::json args = nlohmann::json::parse(it.arguments, nullptr, false);
     nlohmann::json call = {{"name", it.name}, {"arguments", args.is_discarded() ? nlohmann::json(it.arguments) : args}};
-    return std::string(kToolOpen) + "\n" + call.dump() + "\n" + kToolClose;
+    append(m, std::string(kToolOpen) + "\n", true);
+    append(m, call.dump(), false);
+    append(m, std::string("\n") + kToolClose, true);
 }
 
 // Items → chat messages: function calls join the assistant turn they belong to, function outputs become
-// one user turn of <tool_response> blocks (Qwen2.5's convention).
+// one user turn of <tool_response> blocks (Qwen2.5's convention). What clients wrote is plain text, so it
+// cannot open or close turns; the tool tags around it are markup.
 std::vector<ChatMessage> to_messages(std::span<const InputItem> items) {
     std::vector<ChatMessage> out;
     auto last_is = [&](const char* role) { return !out.empty() && out.back().role == role; };
@@ -29,17 +40,19 @@ std::vector<ChatMessage> to_messages(std::span<const InputItem> items) {
             break;
         case InputItem::Kind::FunctionCall:
             if (last_is("assistant")) {
-                if (!out.back().content.empty()) out.back().content += "\n";
-                out.back().content += tool_call_text(it);
+                if (!out.back().content.empty() || !out.back().parts.empty()) append(out.back(), "\n", false);
             } else {
-                out.push_back({"assistant", tool_call_text(it)});
+                out.push_back({"assistant", ""});
             }
+            append_tool_call(out.back(), it);
             last_was_output = false;
             break;
         case InputItem::Kind::FunctionCallOutput: {
-            std::string block = std::string("<tool_response>\n").append(it.output).append("\n</tool_response>");
-            if (last_was_output) out.back().content.append("\n").append(block);
-            else out.push_back({"user", block});
+            if (last_was_output) append(out.back(), "\n", false);
+            else out.push_back({"user", ""});
+            append(out.back(), "<tool_response>\n", true);
+            append(out.back(), it.output, false);
+            append(out.back(), "\n</tool_response>", true);
             last_was_output = true;
             break;
         }
@@ -90,8 +103,8 @@ std::vector<int32_t> continue_history(const ModelEntry& m, const History& previo
 
 }  // namespace
 
-std::string render_tools(const nlohmann::json& tools) {
-    if (!tools.is_array() || tools.empty()) return "";
+std::vector<TextPart> render_tools(const nlohmann::json& tools) {
+    if (!tools.is_array() || tools.empty()) return {};
     std::string lines;
     for (const auto& t : tools) {
         if (!t.is_object() || t.value("type", "") != "function") continue;
@@ -102,13 +115,16 @@ std::string render_tools(const nlohmann::json& tools) {
                                             {"parameters", f.value("parameters", nlohmann::json::object())}}}};
         lines.append("\n").append(sig.dump());
     }
-    if (lines.empty()) return "";
-    return "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
-           "You are provided with function signatures within <tools></tools> XML tags:\n<tools>" +
-           lines +
-           "\n</tools>\n\nFor each function call, return a json object with function name and arguments within "
-           "<tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": <args-json-object>}\n"
-           "</tool_call>";
+    if (lines.empty()) return {};
+    // The instructions and tags are markup; the signatures, the client's, are text.
+    return {{"# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
+             "You are provided with function signatures within <tools></tools> XML tags:\n<tools>",
+             true},
+            {lines, false},
+            {"\n</tools>\n\nFor each function call, return a json object with function name and arguments within "
+             "<tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": <args-json-object>}\n"
+             "</tool_call>",
+             true}};
 }
 
 std::string forced_call_prefix(const nlohmann::json& tool_choice, const nlohmann::json& tools) {
@@ -155,27 +171,30 @@ std::vector<int32_t> build_prompt(const ModelEntry& m, const PromptParts& p, con
             return tokens;
         }
         std::vector<ChatMessage> msgs = to_messages(p.items);
-        std::string tools_block = p.tools ? render_tools(*p.tools) : "";
+        std::vector<TextPart> tools_block = p.tools ? render_tools(*p.tools) : std::vector<TextPart>{};
         if (!continuing) {
             // The system turn: instructions, else the conversation's own system message, else the
             // template's default; tool signatures go at its end.
-            std::string system = p.instructions.value_or("");
-            if (system.empty() && !msgs.empty() && msgs.front().role == "system") {
-                system = msgs.front().content;
+            ChatMessage system{"system", p.instructions.value_or("")};
+            if (system.content.empty() && !msgs.empty() && msgs.front().role == "system") {
+                system = std::move(msgs.front());
                 msgs.erase(msgs.begin());
-            } else if (system.empty()) {
-                system = m.default_system;
+            } else if (system.content.empty()) {
+                system.content = m.default_system;
             }
-            if (!tools_block.empty()) system.append(system.empty() ? "" : "\n\n").append(tools_block);
-            if (!system.empty()) msgs.insert(msgs.begin(), {"system", system});
-            std::string text = apply_chat_template(*m.chat_format, msgs, true, "");
-            tokens = tok.encode(text, tok.add_bos(), true);
+            if (!tools_block.empty()) {
+                if (!system.content.empty() || !system.parts.empty()) append(system, "\n\n", false);
+                for (TextPart& t : tools_block) append(system, std::move(t.text), t.markup);
+            }
+            if (!system.content.empty() || !system.parts.empty()) msgs.insert(msgs.begin(), std::move(system));
+            tokens = tok.encode(render_chat(*m.chat_format, msgs, true), tok.add_bos());
             tokens.reserve(tokens.size() + spare);
             return tokens;
         }
         if (new_instructions) msgs.insert(msgs.begin(), {"system", *p.instructions});
-        std::string text = end_of_assistant_turn(*m.chat_format) + apply_chat_template(*m.chat_format, msgs, true, "");
-        return continue_history(m, *previous, tok.encode(text, false, true), spare);
+        std::vector<TextPart> parts = render_chat(*m.chat_format, msgs, true);
+        parts.insert(parts.begin(), TextPart{end_of_assistant_turn(*m.chat_format), true});
+        return continue_history(m, *previous, tok.encode(parts, false), spare);
     } catch (const Error& e) {
         throw bad_request(std::string("cannot build the prompt: ") + e.what(), "input");
     }

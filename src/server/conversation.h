@@ -8,6 +8,10 @@
 // Models without a chat template (stories260K) use the plain-text fallback: the message texts joined with
 // "\n", no role markers, BOS added — the model simply continues the text. Documented in README (API).
 //
+// What clients wrote (message text, call arguments, tool outputs, tool signatures) is encoded as plain text:
+// "<|im_end|>" in a pasted file stays text and cannot end the turn; only the format's markup and the tool
+// tags around that text become special tokens (tokenizer/chat_template.h, render_chat).
+//
 // Function tools follow Qwen2.5's convention: tool signatures in the system message inside <tools>,
 // calls written by the model as <tool_call>{"name":…,"arguments":…}</tool_call>, results fed back as a
 // user turn wrapped in <tool_response>.
@@ -19,6 +23,8 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "tokenizer/tokenizer.h"
 
 namespace flint::server {
 
@@ -67,8 +73,9 @@ std::vector<int32_t> build_prompt(const ModelEntry& m, const PromptParts& p, con
 // much as it can when that is less than `excess`; returns false when nothing could be removed.
 bool drop_oldest_turns(const ModelEntry& m, History& history, size_t excess);
 
-// The <tools> system block for a tools array (empty when there are no function tools).
-std::string render_tools(const nlohmann::json& tools);
+// The <tools> system block for a tools array (empty when there are no function tools): its tags and
+// instructions as markup, the client's signatures as plain text.
+std::vector<TextPart> render_tools(const nlohmann::json& tools);
 
 // tool_choice → the start of the answer the server writes for the model, so that it must call: "required"
 // → `<tool_call>\n{"name": "` (the model picks the function), a named function (Responses

@@ -11,13 +11,6 @@ namespace {
 
 bool contains(std::string_view s, std::string_view needle) { return s.find(needle) != std::string_view::npos; }
 
-std::string_view trim(std::string_view s) {
-    auto ws = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; };
-    while (!s.empty() && ws(s.front())) s.remove_prefix(1);
-    while (!s.empty() && ws(s.back())) s.remove_suffix(1);
-    return s;
-}
-
 enum class Role { System, User, Assistant, Tool };
 
 Role parse_role(std::string_view r) {
@@ -30,94 +23,132 @@ Role parse_role(std::string_view r) {
 
 struct Msg {
     Role role;
-    std::string_view content;
+    std::span<const TextPart> parts;  // when not empty, the content
+    std::string_view content;         // plain text otherwise
 };
 
 std::vector<Msg> normalise(std::span<const ChatMessage> messages, std::string_view default_system) {
     std::vector<Msg> out;
     if (!default_system.empty() && (messages.empty() || parse_role(messages[0].role) != Role::System))
-        out.push_back(Msg{Role::System, default_system});
-    for (const auto& m : messages) out.push_back(Msg{parse_role(m.role), m.content});
+        out.push_back(Msg{Role::System, {}, default_system});
+    for (const auto& m : messages) out.push_back(Msg{parse_role(m.role), m.parts, m.content});
     return out;
 }
 
+// The prompt being written: the format's markup, and the messages' contents as they came (plain text, or
+// their own parts). Adjacent pieces of one kind are joined.
+class Out {
+public:
+    void markup(std::string_view s) { add(s, true); }
+    void text(std::string_view s) { add(s, false); }
+    // A message's content; `trimmed`: without leading and trailing whitespace (Llama's templates).
+    void content(const Msg& m, bool trimmed = false) {
+        std::vector<std::pair<std::string_view, bool>> pieces;
+        if (m.parts.empty()) pieces.emplace_back(m.content, false);
+        for (const TextPart& p : m.parts) pieces.emplace_back(p.text, p.markup);
+        if (trimmed) {
+            auto ws = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; };
+            for (auto& [t, mk] : pieces) {  // from the front, through pieces that are all whitespace
+                while (!t.empty() && ws(t.front())) t.remove_prefix(1);
+                if (!t.empty()) break;
+            }
+            for (auto it = pieces.rbegin(); it != pieces.rend(); ++it) {
+                while (!it->first.empty() && ws(it->first.back())) it->first.remove_suffix(1);
+                if (!it->first.empty()) break;
+            }
+        }
+        for (const auto& [t, mk] : pieces) add(t, mk);
+    }
+    std::vector<TextPart> take() { return std::move(parts_); }
+
+private:
+    void add(std::string_view s, bool markup) {
+        if (s.empty()) return;
+        if (!parts_.empty() && parts_.back().markup == markup) parts_.back().text += s;
+        else parts_.push_back(TextPart{std::string(s), markup});
+    }
+    std::vector<TextPart> parts_;
+};
+
 // <|im_start|>role\ncontent<|im_end|>\n — Qwen2.5's template, including its tool-result wrapping:
 // consecutive tool messages share one user turn, each inside <tool_response> tags.
-std::string chatml(const std::vector<Msg>& msgs, bool gen) {
-    std::string s;
+void chatml(const std::vector<Msg>& msgs, bool gen, Out& o) {
     for (size_t i = 0; i < msgs.size(); ++i) {
         const Msg& m = msgs[i];
         if (m.role == Role::Tool) {
-            if (i == 0 || msgs[i - 1].role != Role::Tool) s += "<|im_start|>user";
-            s += "\n<tool_response>\n";
-            s += m.content;
-            s += "\n</tool_response>";
-            if (i + 1 == msgs.size() || msgs[i + 1].role != Role::Tool) s += "<|im_end|>\n";
+            if (i == 0 || msgs[i - 1].role != Role::Tool) o.markup("<|im_start|>user");
+            o.markup("\n<tool_response>\n");
+            o.content(m);
+            o.markup("\n</tool_response>");
+            if (i + 1 == msgs.size() || msgs[i + 1].role != Role::Tool) o.markup("<|im_end|>\n");
             continue;
         }
-        s += "<|im_start|>";
-        s += m.role == Role::System ? "system" : m.role == Role::User ? "user" : "assistant";
-        s += "\n";
-        s += m.content;
-        s += "<|im_end|>\n";
+        o.markup("<|im_start|>");
+        o.markup(m.role == Role::System ? "system" : m.role == Role::User ? "user" : "assistant");
+        o.markup("\n");
+        o.content(m);
+        o.markup("<|im_end|>\n");
     }
-    if (gen) s += "<|im_start|>assistant\n";
-    return s;
+    if (gen) o.markup("<|im_start|>assistant\n");
 }
 
 // Meta's Llama 3 / 3.1 template (content trimmed; tool results use the "ipython" role). The leading
 // <|begin_of_text|> is the BOS the tokenizer adds.
-std::string llama3(const std::vector<Msg>& msgs, bool gen) {
-    std::string s;
+void llama3(const std::vector<Msg>& msgs, bool gen, Out& o) {
     for (const Msg& m : msgs) {
-        s += "<|start_header_id|>";
-        s += m.role == Role::System ? "system" : m.role == Role::User ? "user" : m.role == Role::Assistant ? "assistant" : "ipython";
-        s += "<|end_header_id|>\n\n";
-        s += trim(m.content);
-        s += "<|eot_id|>";
+        o.markup("<|start_header_id|>");
+        o.markup(m.role == Role::System ? "system" : m.role == Role::User ? "user" : m.role == Role::Assistant ? "assistant" : "ipython");
+        o.markup("<|end_header_id|>\n\n");
+        o.content(m, true);
+        o.markup("<|eot_id|>");
     }
-    if (gen) s += "<|start_header_id|>assistant<|end_header_id|>\n\n";
-    return s;
+    if (gen) o.markup("<|start_header_id|>assistant<|end_header_id|>\n\n");
 }
 
 // Meta's Llama 2 chat template: the system prompt folds into the first user turn inside <<SYS>>; every
 // exchange is "[INST] user [/INST] assistant </s>", and each later turn opens with <s>. The first <s> is
 // the BOS the tokenizer adds. The prompt ends with "[/INST]", so add_generation_prompt changes nothing.
 // Tool results are sent as user turns (Llama 2 has no tool role).
-std::string llama2(const std::vector<Msg>& msgs) {
-    std::string s, system;
+void llama2(const std::vector<Msg>& msgs, Out& o) {
     bool first_turn = true;
     size_t i = 0;
-    if (!msgs.empty() && msgs[0].role == Role::System) system = std::string(trim(msgs[i++].content));
+    const Msg* system = nullptr;
+    if (!msgs.empty() && msgs[0].role == Role::System) system = &msgs[i++];
     for (; i < msgs.size(); ++i) {
         const Msg& m = msgs[i];
         if (m.role == Role::Assistant) {
-            s += " ";
-            s += trim(m.content);
-            s += " </s>";
+            o.markup(" ");
+            o.content(m, true);
+            o.markup(" </s>");
             continue;
         }
         if (m.role == Role::System) fail("llama2 chat format: a system message is only allowed first");
-        if (!first_turn) s += "<s>";
-        s += "[INST] ";
-        if (first_turn && !system.empty()) s += "<<SYS>>\n" + system + "\n<</SYS>>\n\n";
-        s += trim(m.content);
-        s += " [/INST]";
+        if (!first_turn) o.markup("<s>");
+        o.markup("[INST] ");
+        if (first_turn && system) {
+            Out sys;
+            sys.content(*system, true);
+            const std::vector<TextPart> parts = sys.take();
+            if (!parts.empty()) {
+                o.markup("<<SYS>>\n");
+                o.content(Msg{Role::System, parts, {}});
+                o.markup("\n<</SYS>>\n\n");
+            }
+        }
+        o.content(m, true);
+        o.markup(" [/INST]");
         first_turn = false;
     }
-    return s;
 }
 
 // HuggingFaceH4/zephyr: "<|role|>\ncontent</s>\n" per message; tool results as user turns.
-std::string zephyr(const std::vector<Msg>& msgs, bool gen) {
-    std::string s;
+void zephyr(const std::vector<Msg>& msgs, bool gen, Out& o) {
     for (const Msg& m : msgs) {
-        s += m.role == Role::System ? "<|system|>\n" : m.role == Role::Assistant ? "<|assistant|>\n" : "<|user|>\n";
-        s += m.content;
-        s += "</s>\n";
+        o.markup(m.role == Role::System ? "<|system|>\n" : m.role == Role::Assistant ? "<|assistant|>\n" : "<|user|>\n");
+        o.content(m);
+        o.markup("</s>\n");
     }
-    if (gen) s += "<|assistant|>\n";
-    return s;
+    if (gen) o.markup("<|assistant|>\n");
 }
 
 }  // namespace
@@ -179,22 +210,30 @@ std::string chat_default_system(std::string_view t) {
     return {};
 }
 
+std::vector<TextPart> render_chat(ChatFormat format, std::span<const ChatMessage> messages, bool add_generation_prompt,
+                                  std::string_view default_system) {
+    const auto msgs = normalise(messages, default_system);
+    Out o;
+    switch (format) {
+        case ChatFormat::ChatML: chatml(msgs, add_generation_prompt, o); return o.take();
+        case ChatFormat::Llama3: llama3(msgs, add_generation_prompt, o); return o.take();
+        case ChatFormat::Llama2: llama2(msgs, o); return o.take();
+        case ChatFormat::Zephyr: zephyr(msgs, add_generation_prompt, o); return o.take();
+        case ChatFormat::Unknown: break;
+    }
+    fail("apply_chat_template: no chat format (the model's template was not recognised; choose chatml, llama3, "
+         "llama2 or zephyr)");
+}
+
 std::string apply_chat_template(ChatFormat format, std::span<const ChatMessage> messages, bool add_generation_prompt) {
     return apply_chat_template(format, messages, add_generation_prompt, {});
 }
 
 std::string apply_chat_template(ChatFormat format, std::span<const ChatMessage> messages, bool add_generation_prompt,
                                 std::string_view default_system) {
-    const auto msgs = normalise(messages, default_system);
-    switch (format) {
-        case ChatFormat::ChatML: return chatml(msgs, add_generation_prompt);
-        case ChatFormat::Llama3: return llama3(msgs, add_generation_prompt);
-        case ChatFormat::Llama2: return llama2(msgs);
-        case ChatFormat::Zephyr: return zephyr(msgs, add_generation_prompt);
-        case ChatFormat::Unknown: break;
-    }
-    fail("apply_chat_template: no chat format (the model's template was not recognised; choose chatml, llama3, "
-         "llama2 or zephyr)");
+    std::string s;
+    for (const TextPart& p : render_chat(format, messages, add_generation_prompt, default_system)) s += p.text;
+    return s;
 }
 
 }  // namespace flint

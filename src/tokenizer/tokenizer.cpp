@@ -1,6 +1,7 @@
 #include "tokenizer/tokenizer.h"
 
 #include <algorithm>
+#include <deque>
 
 #include "gguf/gguf.h"
 #include "tokenizer/bpe.h"
@@ -93,6 +94,38 @@ std::vector<TokenId> Tokenizer::encode(std::string_view text, bool add_bos, bool
     }
     std::vector<Fragment> frags;
     split_special(*vocab_, recognised, text, frags);
+    encode_fragments(frags, out);
+    return out;
+}
+
+std::vector<TokenId> Tokenizer::encode(std::span<const TextPart> parts, bool add_bos) const {
+    std::vector<TokenId> out;
+    if (add_bos && vocab_->bos >= 0) out.push_back(vocab_->bos);
+    // Each part split by its own rule; then the text between two special tokens is joined across parts, so
+    // that it is pre-tokenized and merged as one, as encode(concatenation) would.
+    std::vector<Fragment> split, frags;
+    std::deque<std::string> joined;  // owns the joined texts (a deque: growing it moves none of them)
+    for (const TextPart& p : parts) {
+        split.clear();
+        const std::vector<TokenId>& recognised = p.markup ? specials_ : textual_;
+        if (recognised.empty()) split.push_back(Fragment{p.text, -1});
+        else split_special(*vocab_, recognised, p.text, split);
+        for (const Fragment& f : split) {
+            if (f.token < 0 && f.text.empty()) continue;
+            if (f.token < 0 && !frags.empty() && frags.back().token < 0) {
+                if (joined.empty() || frags.back().text.data() != joined.back().data()) joined.emplace_back(frags.back().text);
+                joined.back() += f.text;
+                frags.back().text = joined.back();
+            } else {
+                frags.push_back(f);
+            }
+        }
+    }
+    encode_fragments(frags, out);
+    return out;
+}
+
+void Tokenizer::encode_fragments(std::span<const Fragment> frags, std::vector<TokenId>& out) const {
     bool after_special = true;
     for (const Fragment& f : frags) {
         if (f.token >= 0) {
@@ -103,7 +136,6 @@ std::vector<TokenId> Tokenizer::encode(std::string_view text, bool add_bos, bool
             after_special = false;
         }
     }
-    return out;
 }
 
 // ---- decode ---------------------------------------------------------------------------------------

@@ -27,9 +27,18 @@ class File;
 
 using TokenId = int32_t;
 
+// A piece of a prompt for encode(parts): markup (a chat format's own text, the server's tool wrapping),
+// whose special-token spellings become those tokens, or plain text (what users, files and tools wrote),
+// read as parse_special = false reads it — so "<|im_end|>" in a pasted file stays text.
+struct TextPart {
+    std::string text;
+    bool markup = false;
+};
+
 enum class TokenType : int32_t { Undefined = 0, Normal = 1, Unknown = 2, Control = 3, UserDefined = 4, Unused = 5, Byte = 6 };
 
 struct Vocab;
+struct Fragment;
 class PreTokenizer;
 class BpeModel;
 class SpmModel;
@@ -48,6 +57,10 @@ public:
     // false — except plain-text user-defined tokens without a role (e.g. MPT's whitespace runs), which the
     // model's own tokenizer always produces (see special_tokens.h).
     std::vector<TokenId> encode(std::string_view text, bool add_bos, bool parse_special) const;
+    // The parts' concatenation, specials recognised in markup only. Plain text joins the markup around it
+    // into one fragment between special tokens, so with no special spellings in the plain parts this is
+    // encode(concatenation, add_bos, true).
+    std::vector<TokenId> encode(std::span<const TextPart> parts, bool add_bos) const;
 
     // ---- tokens → text ---------------------------------------------------------------------------
     // Concatenated pieces as bytes (specials rendered as their text). The bytes may be invalid UTF-8 if
@@ -94,6 +107,7 @@ public:
 private:
     Tokenizer();
     void encode_text(std::string_view text, bool after_special, std::vector<TokenId>& out) const;
+    void encode_fragments(std::span<const Fragment> frags, std::vector<TokenId>& out) const;
 
     std::unique_ptr<Vocab> vocab_;
     std::unique_ptr<PreTokenizer> pre_;  // BPE only

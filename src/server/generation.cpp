@@ -99,10 +99,14 @@ static int32_t json_call_token(const ModelEntry& m, const json& tool_choice, con
     return m.tokenizer->find_token(kToolOpen).value_or(-1);
 }
 
-// tool_choice's forced start of a call (conversation.h), after the rendered prompt.
+// tool_choice's forced start of a call (conversation.h), after the rendered prompt: the <tool_call> tag is
+// markup, the rest (it holds the client's function name) plain text.
 static void append_forced_prefix(const ModelEntry& m, std::vector<int32_t>& prompt, const std::string& prefix) {
     if (prefix.empty()) return;
-    const std::vector<int32_t> t = m.tokenizer->encode(prefix, false, /*parse_special=*/true);
+    const std::string_view open = kToolOpen;
+    const bool tagged = prefix.starts_with(open);
+    const TextPart parts[] = {{tagged ? std::string(open) : std::string(), true}, {prefix.substr(tagged ? open.size() : 0), false}};
+    const std::vector<int32_t> t = m.tokenizer->encode(parts, false);
     prompt.insert(prompt.end(), t.begin(), t.end());
 }
 

@@ -104,19 +104,19 @@ bool JsonSchemaPrefix::accepts(std::string_view bytes) const {
     return run(bytes, cur);
 }
 
+bool JsonSchemaPrefix::value_complete(const Frame& f) const {
+    const JsonSchemaNode& n = schema_->nodes[f.node];
+    switch (n.kind) {
+    case Kind::Object: case Kind::Array: case Kind::AnyOf: return false;  // (their frames leave at the closer)
+    case Kind::Enum: return std::find(n.values.begin(), n.values.end(), f.text) != n.values.end();
+    default: return f.leaf.complete();
+    }
+}
+
 bool JsonSchemaPrefix::complete() const {
-    // A container's frame leaves at its closer; a top-level string, number, literal or enum value keeps its
-    // frame until a byte after it, so it is complete when that frame's value is.
-    auto value_done = [this](const Frame& f) {
-        const JsonSchemaNode& n = schema_->nodes[f.node];
-        switch (n.kind) {
-        case Kind::Object: case Kind::Array: case Kind::AnyOf: return false;
-        case Kind::Enum: return std::find(n.values.begin(), n.values.end(), f.text) != n.values.end();
-        default: return f.leaf.complete();
-        }
-    };
+    // A top-level string, number, literal or enum value keeps its frame until a byte after it.
     return std::any_of(threads_.begin(), threads_.end(), [&](const Thread& t) {
-        return t.started && (t.frames.empty() || (t.frames.size() == 1 && value_done(t.frames[0])));
+        return t.started && (t.frames.empty() || (t.frames.size() == 1 && value_complete(t.frames[0])));
     });
 }
 
@@ -167,7 +167,7 @@ void JsonSchemaPrefix::advance(Thread t, unsigned char c, std::vector<Thread>& o
                 return;
             }
         f.text.pop_back();
-        if (std::find(n.values.begin(), n.values.end(), f.text) == n.values.end()) return;
+        if (!value_complete(f)) return;
         break;  // the value is complete: the byte is the container's
     }
     default: {  // strings, numbers, literals, anything
@@ -178,7 +178,7 @@ void JsonSchemaPrefix::advance(Thread t, unsigned char c, std::vector<Thread>& o
             out.push_back(std::move(t));
             return;
         }
-        if (!f.leaf.complete()) return;
+        if (!value_complete(f)) return;
         break;  // the value is complete: the byte is the container's
     }
     }

@@ -88,6 +88,7 @@ private:
         bool started = false;
     };
 
+    bool value_complete(const Frame& f) const;  // the value in this frame could end here
     bool run(std::string_view bytes, std::vector<Thread>& cur) const;  // cur: threads_ → after bytes
     void advance(Thread t, unsigned char c, std::vector<Thread>& out) const;
     void start_value(Thread t, int node, unsigned char c, std::vector<Thread>& out, int hops = 0) const;

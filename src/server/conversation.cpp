@@ -9,6 +9,8 @@
 namespace flint::server {
 namespace {
 
+bool has_content(const ChatMessage& m) { return !m.content.empty() || !m.parts.empty(); }
+
 // A message's content as parts: its plain text, then markup and text appended.
 void append(ChatMessage& m, std::string text, bool markup) {
     if (m.parts.empty() && !m.content.empty()) m.parts.push_back({std::move(m.content), false});
@@ -40,7 +42,7 @@ std::vector<ChatMessage> to_messages(std::span<const InputItem> items) {
             break;
         case InputItem::Kind::FunctionCall:
             if (last_is("assistant")) {
-                if (!out.back().content.empty() || !out.back().parts.empty()) append(out.back(), "\n", false);
+                if (has_content(out.back())) append(out.back(), "\n", false);
             } else {
                 out.push_back({"assistant", ""});
             }
@@ -183,10 +185,10 @@ std::vector<int32_t> build_prompt(const ModelEntry& m, const PromptParts& p, con
                 system.content = m.default_system;
             }
             if (!tools_block.empty()) {
-                if (!system.content.empty() || !system.parts.empty()) append(system, "\n\n", false);
+                if (has_content(system)) append(system, "\n\n", false);
                 for (TextPart& t : tools_block) append(system, std::move(t.text), t.markup);
             }
-            if (!system.content.empty() || !system.parts.empty()) msgs.insert(msgs.begin(), std::move(system));
+            if (has_content(system)) msgs.insert(msgs.begin(), std::move(system));
             tokens = tok.encode(render_chat(*m.chat_format, msgs, true), tok.add_bos());
             tokens.reserve(tokens.size() + spare);
             return tokens;

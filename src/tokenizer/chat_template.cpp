@@ -35,30 +35,36 @@ std::vector<Msg> normalise(std::span<const ChatMessage> messages, std::string_vi
     return out;
 }
 
+// A message's content as (text, markup) pieces; `trimmed`: without leading and trailing whitespace, which
+// Llama's templates strip (through pieces that are all whitespace).
+using Pieces = std::vector<std::pair<std::string_view, bool>>;
+Pieces content_of(const Msg& m, bool trimmed) {
+    Pieces pieces;
+    if (m.parts.empty()) pieces.emplace_back(m.content, false);
+    for (const TextPart& p : m.parts) pieces.emplace_back(p.text, p.markup);
+    if (trimmed) {
+        auto ws = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; };
+        for (auto& [t, mk] : pieces) {
+            while (!t.empty() && ws(t.front())) t.remove_prefix(1);
+            if (!t.empty()) break;
+        }
+        for (auto it = pieces.rbegin(); it != pieces.rend(); ++it) {
+            while (!it->first.empty() && ws(it->first.back())) it->first.remove_suffix(1);
+            if (!it->first.empty()) break;
+        }
+    }
+    return pieces;
+}
+
 // The prompt being written: the format's markup, and the messages' contents as they came (plain text, or
 // their own parts). Adjacent pieces of one kind are joined.
 class Out {
 public:
     void markup(std::string_view s) { add(s, true); }
-    void text(std::string_view s) { add(s, false); }
-    // A message's content; `trimmed`: without leading and trailing whitespace (Llama's templates).
-    void content(const Msg& m, bool trimmed = false) {
-        std::vector<std::pair<std::string_view, bool>> pieces;
-        if (m.parts.empty()) pieces.emplace_back(m.content, false);
-        for (const TextPart& p : m.parts) pieces.emplace_back(p.text, p.markup);
-        if (trimmed) {
-            auto ws = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; };
-            for (auto& [t, mk] : pieces) {  // from the front, through pieces that are all whitespace
-                while (!t.empty() && ws(t.front())) t.remove_prefix(1);
-                if (!t.empty()) break;
-            }
-            for (auto it = pieces.rbegin(); it != pieces.rend(); ++it) {
-                while (!it->first.empty() && ws(it->first.back())) it->first.remove_suffix(1);
-                if (!it->first.empty()) break;
-            }
-        }
+    void content(const Pieces& pieces) {
         for (const auto& [t, mk] : pieces) add(t, mk);
     }
+    void content(const Msg& m, bool trimmed = false) { content(content_of(m, trimmed)); }
     std::vector<TextPart> take() { return std::move(parts_); }
 
 private:
@@ -112,8 +118,9 @@ void llama3(const std::vector<Msg>& msgs, bool gen, Out& o) {
 void llama2(const std::vector<Msg>& msgs, Out& o) {
     bool first_turn = true;
     size_t i = 0;
-    const Msg* system = nullptr;
-    if (!msgs.empty() && msgs[0].role == Role::System) system = &msgs[i++];
+    Pieces system;  // trimmed; empty when there is none or it is all whitespace
+    if (!msgs.empty() && msgs[0].role == Role::System) system = content_of(msgs[i++], true);
+    std::erase_if(system, [](const auto& p) { return p.first.empty(); });
     for (; i < msgs.size(); ++i) {
         const Msg& m = msgs[i];
         if (m.role == Role::Assistant) {
@@ -125,15 +132,10 @@ void llama2(const std::vector<Msg>& msgs, Out& o) {
         if (m.role == Role::System) fail("llama2 chat format: a system message is only allowed first");
         if (!first_turn) o.markup("<s>");
         o.markup("[INST] ");
-        if (first_turn && system) {
-            Out sys;
-            sys.content(*system, true);
-            const std::vector<TextPart> parts = sys.take();
-            if (!parts.empty()) {
-                o.markup("<<SYS>>\n");
-                o.content(Msg{Role::System, parts, {}});
-                o.markup("\n<</SYS>>\n\n");
-            }
+        if (first_turn && !system.empty()) {
+            o.markup("<<SYS>>\n");
+            o.content(system);
+            o.markup("\n<</SYS>>\n\n");
         }
         o.content(m, true);
         o.markup(" [/INST]");

@@ -83,23 +83,15 @@ void Tokenizer::encode_text(std::string_view text, bool after_special, std::vect
 }
 
 std::vector<TokenId> Tokenizer::encode(std::string_view text, bool add_bos, bool parse_special) const {
-    std::vector<TokenId> out;
-    out.reserve(text.size() / 3 + 2);
-    if (add_bos && vocab_->bos >= 0) out.push_back(vocab_->bos);
-    if (text.empty()) return out;
-    const std::vector<TokenId>& recognised = parse_special ? specials_ : textual_;
-    if (recognised.empty()) {
-        encode_text(text, true, out);
-        return out;
-    }
-    std::vector<Fragment> frags;
-    split_special(*vocab_, recognised, text, frags);
-    encode_fragments(frags, out);
-    return out;
+    const TextPart whole{std::string(text), parse_special};
+    return encode(std::span(&whole, 1), add_bos);
 }
 
 std::vector<TokenId> Tokenizer::encode(std::span<const TextPart> parts, bool add_bos) const {
     std::vector<TokenId> out;
+    size_t bytes = 0;
+    for (const TextPart& p : parts) bytes += p.text.size();
+    out.reserve(bytes / 3 + 2);
     if (add_bos && vocab_->bos >= 0) out.push_back(vocab_->bos);
     // Each part split by its own rule; then the text between two special tokens is joined across parts, so
     // that it is pre-tokenized and merged as one, as encode(concatenation) would.
@@ -121,11 +113,6 @@ std::vector<TokenId> Tokenizer::encode(std::span<const TextPart> parts, bool add
             }
         }
     }
-    encode_fragments(frags, out);
-    return out;
-}
-
-void Tokenizer::encode_fragments(std::span<const Fragment> frags, std::vector<TokenId>& out) const {
     bool after_special = true;
     for (const Fragment& f : frags) {
         if (f.token >= 0) {
@@ -136,6 +123,7 @@ void Tokenizer::encode_fragments(std::span<const Fragment> frags, std::vector<To
             after_special = false;
         }
     }
+    return out;
 }
 
 // ---- decode ---------------------------------------------------------------------------------------

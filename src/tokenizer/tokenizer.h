@@ -38,7 +38,6 @@ struct TextPart {
 enum class TokenType : int32_t { Undefined = 0, Normal = 1, Unknown = 2, Control = 3, UserDefined = 4, Unused = 5, Byte = 6 };
 
 struct Vocab;
-struct Fragment;
 class PreTokenizer;
 class BpeModel;
 class SpmModel;
@@ -59,7 +58,7 @@ public:
     std::vector<TokenId> encode(std::string_view text, bool add_bos, bool parse_special) const;
     // The parts' concatenation, specials recognised in markup only. Plain text joins the markup around it
     // into one fragment between special tokens, so with no special spellings in the plain parts this is
-    // encode(concatenation, add_bos, true).
+    // encode(concatenation, add_bos, true); encode(text, …) is encode of one part.
     std::vector<TokenId> encode(std::span<const TextPart> parts, bool add_bos) const;
 
     // ---- tokens → text ---------------------------------------------------------------------------
@@ -107,7 +106,6 @@ public:
 private:
     Tokenizer();
     void encode_text(std::string_view text, bool after_special, std::vector<TokenId>& out) const;
-    void encode_fragments(std::span<const Fragment> frags, std::vector<TokenId>& out) const;
 
     std::unique_ptr<Vocab> vocab_;
     std::unique_ptr<PreTokenizer> pre_;  // BPE only

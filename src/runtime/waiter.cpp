@@ -11,13 +11,16 @@ Runtime::Callback Waiter::callback(std::function<void(const Event&)> on_token) {
                 done_ = e;
                 done_at_ = std::chrono::steady_clock::now();
                 finished_ = true;
-            } else {
-                if (tokens_.empty()) first_ = std::chrono::steady_clock::now();
-                tokens_.push_back(e.token);
+                // Notified under the lock: once finished_ is seen the waiter may return and destroy this
+                // Waiter (it usually lives on the caller's stack), so the condition variable must not be
+                // touched after the lock is released. ThreadSanitizer caught the notify-after-unlock form.
+                cv_.notify_all();
+                return;
             }
+            if (tokens_.empty()) first_ = std::chrono::steady_clock::now();
+            tokens_.push_back(e.token);
         }
-        if (e.done) cv_.notify_all();
-        else if (on_token) on_token(e);
+        if (on_token) on_token(e);
     };
 }
 

@@ -23,9 +23,24 @@
 #include "tensor/vec.h"
 #include "util/error.h"
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
 namespace flint {
 namespace detail {
 namespace {
+
+#if defined(__x86_64__)
+// F16C and BMI2 straight from CPUID: GCC's __builtin_cpu_supports knows them, clang 14's does not (and the
+// fuzz build compiles this file with clang).
+bool cpu_has_f16c_and_bmi2() {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_F16C)) return false;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+    return (b & bit_BMI2) != 0;
+}
+#endif
 
 struct Tables {
     // Indexed by Isa; [3] is the AVX-512 table with the one-token weight prefetch (matmul.h DecodePrefetch).
@@ -43,8 +58,7 @@ struct Tables {
         sets[2] = sets[0];
 #if defined(__x86_64__)
         __builtin_cpu_init();
-        const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                          __builtin_cpu_supports("f16c") && __builtin_cpu_supports("bmi2");
+        const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c_and_bmi2();
         const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni") &&
                             __builtin_cpu_supports("avx512dq");

@@ -24,9 +24,9 @@ void dispatch_groups(int n, int64_t nb, const uint8_t* w, size_t gs, int ng, con
 // A one-token kernel for a whole tile: ng groups of G rows, gs bytes apart, against one activation row.
 using DecodeTile = void (*)(int64_t nb, const uint8_t* w, size_t gs, int ng, const uint8_t* a, float* y);
 template <DecodeTile D>
-constexpr bool kHasDecode = true;
+inline constexpr bool kHasDecode = true;
 template <>
-constexpr bool kHasDecode<nullptr> = false;
+inline constexpr bool kHasDecode<nullptr> = false;
 
 // A tile (nr a multiple of G) of a layout with blocks of kElems elements: the tokens in balanced passes of
 // at most kMax (24 tokens with kMax 20: 12 + 12), as many as the group kernel keeps in registers. With a

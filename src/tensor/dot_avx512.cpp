@@ -1,4 +1,5 @@
-// flint/tensor/dot_avx512.cpp — AVX-512 (F/BW/VL + VNNI) matmul tiles for the integer formats.
+// flint/tensor/dot_avx512.cpp — AVX-512 (F/BW/VL + VNNI) matmul tiles for the integer formats (16-bit floats:
+// dot_f_avx512.cpp).
 //
 // Two 32-element blocks per 512-bit register and VPDPBUSD (u8 x s8 -> int32, no int16 saturation)
 // replace AVX2's sign/maddubs/madd triple. VPDPBUSD wants the weights unsigned: Q4_0 / Q5_0 store
@@ -444,6 +445,7 @@ void fill_avx512(KernelSet& k) {
     for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q5_0, DType::Q4_K, DType::Q5_K, DType::Q6_K})
         k.stream_tokens[id(t)] = kStreamTokens;
     fill_avx512_r16(k);
+    fill_avx512_float(k);
     fill_vec_avx512(k);
 }
 

@@ -69,6 +69,7 @@ void fill_avx512_r16(KernelSet& k);  // dot_r16_avx512.cpp: the sixteen-row layo
 // (fill_avx512_r16 fills them without; matmul.h DecodePrefetch).
 void set_r16_decode_prefetch(KernelSet& k, bool on);
 void fill_vec_avx512(KernelSet& k);  // vec_avx512.cpp
+void fill_avx512_float(KernelSet& k);  // dot_f_avx512.cpp: F16 and BF16 weights
 
 // Scalar vector kernels (vec.cpp), also used by the SIMD files for tails.
 float dot_f32_scalar(const float* a, const float* b, int64_t n);

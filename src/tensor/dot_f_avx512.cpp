@@ -5,15 +5,17 @@
 // chain's latency, not the memory, set the pace (0.5B F16 decode ~25 tok/s, ~65% of the read probe, on a
 // Zen 5 guest), and a batch's 4 x 2 tile converted each weight register for two tokens only. Here every
 // (row, token) sum has two 16-wide partial sums: the row's 16-element chunk j goes to partial j % 2 (the
-// last chunks masked, so any width works without a scalar tail), and the partials are added, then
-// across lanes. That order is the same for every tile shape and token count, so a token's result does not
+// last ones masked, so any width works without a scalar tail), and the partials are added, then across
+// lanes. That order is the same for every tile shape and token count, so a token's result does not
 // depend on the batch it is in (tests/tensor/batch_invariance_test.cpp). One token streams its rows one
 // after another, one chain pair each (two or four rows at once, or a software prefetch, streamed slower
 // from DRAM: 11-14 and 18-26 against 19-27 GB/s, kernels_bench Cpu1T 40000 x 896); a batch goes four rows
 // by three tokens. Measured against the AVX2 tile (BENCHMARKS.md, Thirty-third session): 0.5B F16 decode
-// ~25 -> ~33-37 tok/s, pp512 160-180 -> 285 tok/s; four partial sums decoded no faster and left room for a
-// 2 x 2 batch tile only (pp512 150). F32 weights keep the AVX2 tile: its bits are the ones the golden tests
-// were recorded with, and stories260K's rows are too short for the chain to matter.
+// 29-30 -> 40-41 tok/s, pp512 199-215 -> 315-373 tok/s; four partial sums decoded no faster and left room
+// for a 2 x 2 batch tile only (pp512 ~150). F32 weights keep the AVX2 tile: its bits are the ones the golden
+// tests were recorded with, and stories260K's rows are too short for the chain to matter. The AVX2 tile
+// itself keeps one chain: there two partials leave room for 2 x 2 or 3 x 2 batch tiles only, and a trial
+// decoded 28-38% faster but read prompts 12-37% slower.
 #include <immintrin.h>
 
 #include <cstdint>

@@ -17,6 +17,7 @@
 #include "kv/kv_cache.h"
 #include "model/attention.h"
 #include "tensor/exp_simd.h"
+#include "tensor/lanes_avx512.h"
 #include "tensor/prefetch.h"
 #include "tensor/quant.h"
 
@@ -28,8 +29,6 @@ namespace {
 
 inline __m512 load16(const float* p) { return _mm512_loadu_ps(p); }
 inline __m512 load16(const uint16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
-
-inline __mmask16 first(int n) { return n >= 16 ? __mmask16(0xffff) : __mmask16((1u << std::max(n, 0)) - 1); }
 
 constexpr int kQuad = 4;
 // Positions per online-softmax step: four 16-lane registers. Scoring, the max, the rescale (one scalar exp
@@ -187,13 +186,13 @@ void pass_span(const QueryGroup& g, int i0, const SpanView<T>& sv, __m512 scale,
         __m512 mx = _mm512_set1_ps(-INFINITY);
         for (int r = 0; r < kRegs; ++r) {
             acc[u][r] = _mm512_mul_ps(acc[u][r], scale);
-            mx = _mm512_mask_max_ps(mx, first(ni[u] - 16 * r), mx, acc[u][r]);
+            mx = _mm512_mask_max_ps(mx, first_lanes(ni[u] - 16 * r), mx, acc[u][r]);
         }
         const float m_new = std::max(m[i], _mm512_reduce_max_ps(mx));
         rescale[u] = m[i] == -INFINITY ? 0.0f : std::exp(m[i] - m_new);
         __m512 sum = _mm512_setzero_ps();
         for (int r = 0; r < kRegs; ++r) {
-            const __m512 e = _mm512_maskz_mov_ps(first(ni[u] - 16 * r), exp_simd::exp16(_mm512_sub_ps(acc[u][r], _mm512_set1_ps(m_new))));
+            const __m512 e = _mm512_maskz_mov_ps(first_lanes(ni[u] - 16 * r), exp_simd::exp16(_mm512_sub_ps(acc[u][r], _mm512_set1_ps(m_new))));
             _mm512_storeu_ps(sc + i * kSpan + 16 * r, e);
             sum = _mm512_add_ps(sum, e);
         }

@@ -26,6 +26,7 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 
 #include "tensor/kernels.h"
+#include "tensor/lanes_avx512.h"
 
 namespace flint::detail {
 namespace {
@@ -45,11 +46,6 @@ struct BF16Z {
     static __m512 load(const uint16_t* p, __mmask16 m) { return widen(_mm256_maskz_loadu_epi16(m, p)); }
     static __m512 widen(__m256i h) { return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)); }
 };
-
-// The first min(max(count, 0), 16) lanes.
-inline __mmask16 lanes(int64_t count) {
-    return __mmask16(_bzhi_u32(0xffff, unsigned(count < 0 ? 0 : count < kChunk ? count : kChunk)));
-}
 
 // Chunk i of R rows against T tokens into partial K, `m` its lanes. Every small loop here carries an unroll
 // pragma: unrolled early, the accumulator array lives in registers (GCC 12 otherwise stored each accumulator
@@ -94,7 +90,7 @@ void tile_rt(int64_t n, const uint8_t* w, size_t ws, const uint8_t* a, size_t as
     }
     if (i < n) {
 #pragma GCC unroll 8
-        for (int k = 0; k < kPartials; ++k) chunk<W, R, T, true>(wr, at, i + k * kChunk, k, lanes(n - i - k * kChunk), acc);
+        for (int k = 0; k < kPartials; ++k) chunk<W, R, T, true>(wr, at, i + k * kChunk, k, first_lanes(n - i - k * kChunk), acc);
     }
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r)

@@ -6,6 +6,7 @@
 
 #include "tensor/exp_simd.h"
 #include "tensor/kernels.h"
+#include "tensor/lanes_avx512.h"
 #include "tensor/quant.h"
 
 // GCC 12's -Wmaybe-uninitialized fires inside the AVX-512 intrinsic headers (a known false positive).
@@ -20,7 +21,7 @@ namespace {
 void silu_mul_avx512(float* g, const float* u, int64_t n) {
     const __m512 one = _mm512_set1_ps(1.0f), zero = _mm512_setzero_ps();
     for (int64_t i = 0; i < n; i += 16) {
-        const __mmask16 m = n - i >= 16 ? __mmask16(0xffff) : __mmask16((1u << (n - i)) - 1);
+        const __mmask16 m = first_lanes(n - i);
         const __m512 x = _mm512_maskz_loadu_ps(m, g + i);
         const __m512 e = exp_simd::exp16(_mm512_sub_ps(zero, x));
         // Where exp(-g) overflows (g < -kMax) silu(g) is below 1e-36: 0, not g / (1 + e^kMax).
@@ -57,7 +58,7 @@ double exp_sum_avx512(const float* x, float* y, int64_t n, float scale, float sh
     const __m512 sc = _mm512_set1_ps(scale), sh = _mm512_set1_ps(shift), lo = _mm512_set1_ps(exp_simd::kMin);
     __m512d s0 = _mm512_setzero_pd(), s1 = _mm512_setzero_pd();
     for (int64_t i = 0; i < n; i += 16) {
-        const __mmask16 m = n - i >= 16 ? __mmask16(0xffff) : __mmask16((1u << (n - i)) - 1);
+        const __mmask16 m = first_lanes(n - i);
         const __m512 a = _mm512_sub_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), sc), sh);
         const __m512 e = _mm512_maskz_mov_ps(m & _mm512_cmp_ps_mask(a, lo, _CMP_GE_OQ), exp_simd::exp16(a));
         _mm512_mask_storeu_ps(y + i, m, e);

@@ -34,8 +34,16 @@ std::vector<TokenId> textual_token_ids(const Vocab& vocab) {
     return ids;
 }
 
+bool SpecialScope::allows(TokenId id, size_t begin, size_t end) const {
+    if (std::binary_search(textual.begin(), textual.end(), id)) return true;
+    // The last range starting at or before `begin` must reach `end`.
+    auto r = std::upper_bound(markup.begin(), markup.end(), begin,
+                              [](size_t at, const std::pair<size_t, size_t>& m) { return at < m.first; });
+    return r != markup.begin() && std::prev(r)->second >= end;
+}
+
 void split_special(const Vocab& vocab, const std::vector<TokenId>& specials, std::string_view text,
-                   std::vector<Fragment>& out) {
+                   std::vector<Fragment>& out, const SpecialScope* scope) {
     std::vector<Fragment> cur{Fragment{text, -1}}, next;
     for (TokenId id : specials) {
         const std::string_view needle = vocab.text[id];
@@ -53,10 +61,16 @@ void split_special(const Vocab& vocab, const std::vector<TokenId>& specials, std
                 continue;
             }
             std::string_view rest = f.text;
-            for (size_t at; (at = rest.find(needle)) != std::string_view::npos;) {
+            for (size_t from = 0, at; (at = rest.find(needle, from)) != std::string_view::npos;) {
+                const size_t begin = static_cast<size_t>(rest.data() + at - text.data());
+                if (scope && !scope->allows(id, begin, begin + needle.size())) {
+                    from = at + 1;  // not here; an overlapping occurrence may be
+                    continue;
+                }
                 if (at > 0) next.push_back(Fragment{rest.substr(0, at), -1});
                 next.push_back(Fragment{needle, id});
                 rest.remove_prefix(at + needle.size());
+                from = 0;
             }
             if (!rest.empty()) next.push_back(Fragment{rest, -1});
         }

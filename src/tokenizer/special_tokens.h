@@ -12,7 +12,9 @@
 // require them. Markup-shaped or role-bearing user-defined tokens (flint-tiny-code's <fim_prefix>,
 // Phi-3's </s>) need parse_special, so user text can never inject them.
 #pragma once
+#include <span>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "tokenizer/tokenizer.h"
@@ -31,8 +33,18 @@ std::vector<TokenId> special_token_ids(const Vocab& vocab);
 // The subset recognised even without parse_special (plain-text user-defined tokens), longest first.
 std::vector<TokenId> textual_token_ids(const Vocab& vocab);
 
-// Splits `text` into raw-text fragments and special tokens, in order. `specials` from special_token_ids.
+// Which occurrences may become tokens: in a prompt assembled from markup and plain parts, the textual
+// tokens anywhere (across a part boundary too, as in the whole text) and the others only inside markup.
+// Offsets are into the text given to split_special.
+struct SpecialScope {
+    std::span<const TokenId> textual;                    // sorted by id
+    std::span<const std::pair<size_t, size_t>> markup;  // [begin, end) ranges, sorted, not touching
+    bool allows(TokenId id, size_t begin, size_t end) const;
+};
+
+// Splits `text` into raw-text fragments and special tokens, in order. `specials` from special_token_ids;
+// every occurrence counts unless `scope` says otherwise.
 void split_special(const Vocab& vocab, const std::vector<TokenId>& specials, std::string_view text,
-                   std::vector<Fragment>& out);
+                   std::vector<Fragment>& out, const SpecialScope* scope = nullptr);
 
 }  // namespace flint

@@ -1,7 +1,6 @@
 #include "tokenizer/tokenizer.h"
 
 #include <algorithm>
-#include <deque>
 
 #include "gguf/gguf.h"
 #include "tokenizer/bpe.h"
@@ -60,6 +59,8 @@ std::shared_ptr<Tokenizer> Tokenizer::from_gguf(const gguf::File& f) {
     v.merges.shrink_to_fit();
     t->specials_ = special_token_ids(v);
     t->textual_ = textual_token_ids(v);
+    t->textual_sorted_ = t->textual_;
+    std::sort(t->textual_sorted_.begin(), t->textual_sorted_.end());
     t->pieces_.reserve(v.text.size());
     for (TokenId id = 0; id < v.size(); ++id) t->pieces_.push_back(make_piece(v, id));
     return t;
@@ -88,37 +89,47 @@ std::vector<TokenId> Tokenizer::encode(std::string_view text, bool add_bos, bool
 }
 
 std::vector<TokenId> Tokenizer::encode(std::span<const TextPart> parts, bool add_bos) const {
-    std::vector<TokenId> out;
-    size_t bytes = 0;
-    for (const TextPart& p : parts) bytes += p.text.size();
-    out.reserve(bytes / 3 + 2);
-    if (add_bos && vocab_->bos >= 0) out.push_back(vocab_->bos);
-    // Each part split by its own rule; then the text between two special tokens is joined across parts, so
-    // that it is pre-tokenized and merged as one, as encode(concatenation) would.
-    std::vector<Fragment> split, frags;
-    std::deque<std::string> joined;  // owns the joined texts (a deque: growing it moves none of them)
+    // The parts are split around special tokens as one text: the textual ones anywhere (a whitespace-run
+    // token may span two parts, as it would in the concatenation), the others inside markup only
+    // (special_tokens.h SpecialScope). The text between two special tokens is then pre-tokenized and merged
+    // as one, as encode(concatenation) would.
+    std::string concatenated;
+    std::string_view text;
+    std::vector<std::pair<size_t, size_t>> markup;
+    bool any_plain = false;
+    size_t at = 0;
     for (const TextPart& p : parts) {
-        split.clear();
-        const std::vector<TokenId>& recognised = p.markup ? specials_ : textual_;
-        if (recognised.empty()) split.push_back(Fragment{p.text, -1});
-        else split_special(*vocab_, recognised, p.text, split);
-        for (const Fragment& f : split) {
-            if (f.token < 0 && f.text.empty()) continue;
-            if (f.token < 0 && !frags.empty() && frags.back().token < 0) {
-                if (joined.empty() || frags.back().text.data() != joined.back().data()) joined.emplace_back(frags.back().text);
-                joined.back() += f.text;
-                frags.back().text = joined.back();
-            } else {
-                frags.push_back(f);
-            }
-        }
+        if (p.markup && !markup.empty() && markup.back().second == at) markup.back().second += p.text.size();
+        else if (p.markup) markup.emplace_back(at, at + p.text.size());
+        else any_plain |= !p.text.empty();
+        at += p.text.size();
+    }
+    if (parts.size() == 1) {
+        text = parts[0].text;
+    } else {
+        concatenated.reserve(at);
+        for (const TextPart& p : parts) concatenated += p.text;
+        text = concatenated;
+    }
+    std::vector<TokenId> out;
+    out.reserve(text.size() / 3 + 2);
+    if (add_bos && vocab_->bos >= 0) out.push_back(vocab_->bos);
+    std::vector<Fragment> frags;
+    const std::vector<TokenId>& recognised = markup.empty() ? textual_ : specials_;
+    if (recognised.empty()) {
+        frags.push_back(Fragment{text, -1});
+    } else if (!markup.empty() && any_plain) {
+        const SpecialScope scope{textual_sorted_, markup};
+        split_special(*vocab_, recognised, text, frags, &scope);
+    } else {
+        split_special(*vocab_, recognised, text, frags);
     }
     bool after_special = true;
     for (const Fragment& f : frags) {
         if (f.token >= 0) {
             out.push_back(f.token);
             after_special = true;
-        } else {
+        } else if (!f.text.empty()) {
             encode_text(f.text, after_special, out);
             after_special = false;
         }

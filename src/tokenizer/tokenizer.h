@@ -56,9 +56,10 @@ public:
     // false — except plain-text user-defined tokens without a role (e.g. MPT's whitespace runs), which the
     // model's own tokenizer always produces (see special_tokens.h).
     std::vector<TokenId> encode(std::string_view text, bool add_bos, bool parse_special) const;
-    // The parts' concatenation, specials recognised in markup only. Plain text joins the markup around it
-    // into one fragment between special tokens, so with no special spellings in the plain parts this is
-    // encode(concatenation, add_bos, true); encode(text, …) is encode of one part.
+    // The parts' concatenation, specials recognised in markup only (the plain-text ones above anywhere, also
+    // across a part boundary). Plain text joins the markup around it into one fragment between special
+    // tokens, so with no special spellings in the plain parts this is encode(concatenation, add_bos, true),
+    // and plain parts alone are encode(concatenation, add_bos, false); encode(text, …) is encode of one part.
     std::vector<TokenId> encode(std::span<const TextPart> parts, bool add_bos) const;
 
     // ---- tokens → text ---------------------------------------------------------------------------
@@ -113,6 +114,7 @@ private:
     std::unique_ptr<SpmModel> spm_;      // SPM only
     std::vector<TokenId> specials_;      // recognised by parse_special, longest text first
     std::vector<TokenId> textual_;       // recognised always (special_tokens.h), longest text first
+    std::vector<TokenId> textual_sorted_;  // the same, by id (SpecialScope)
     std::vector<std::string> pieces_;    // [n_vocab] token_to_piece, precomputed
 };
 

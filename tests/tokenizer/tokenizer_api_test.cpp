@@ -79,6 +79,32 @@ TEST(TokenizerApi, InvalidUtf8InputRoundTrips) {
     EXPECT_EQ(spm->decode(spm->encode(text, false, false), true), text);
 }
 
+// A prompt's parts are split around special tokens as one text: MPT's whitespace-run tokens (recognised in
+// plain text too) span a boundary between two plain parts, or between markup and plain text, as they do in
+// the concatenation; a control token spelled across markup and plain text is not one. Found by
+// fuzz/tokenizer_fuzz.cpp ("  " cut in two encoded as two single spaces).
+TEST(TokenizerApi, PartsAreSplitAroundSpecialTokensAsOneText) {
+    FLINT_REQUIRE_SHARED("tokenizers/vocab-tests/ggml-vocab-mpt.gguf");
+    auto tok = test::load_tokenizer("tokenizers/vocab-tests/ggml-vocab-mpt.gguf");
+    for (const std::string text : {"  ", "a    b", "x\n     y  ", "    "}) {
+        const std::vector<TokenId> whole = tok->encode(text, false, false);
+        for (size_t cut = 0; cut <= text.size(); ++cut) {
+            const TextPart plain[2] = {{text.substr(0, cut), false}, {text.substr(cut), false}};
+            EXPECT_EQ(tok->encode(plain, false), whole) << "cut at " << cut << " of \"" << text << "\"";
+            const TextPart mixed[2] = {{text.substr(0, cut), true}, {text.substr(cut), false}};
+            EXPECT_EQ(tok->encode(mixed, false), tok->encode(text, false, true)) << "cut at " << cut;
+        }
+    }
+    const std::optional<TokenId> eot = tok->find_token("<|endoftext|>");
+    ASSERT_TRUE(eot.has_value());
+    const TextPart across[2] = {{"a <|endof", true}, {"text|> b", false}};
+    const std::vector<TokenId> ids = tok->encode(across, false);
+    EXPECT_EQ(std::count(ids.begin(), ids.end(), *eot), 0) << "its last bytes are plain text";
+    const TextPart inside[2] = {{"a <|endoftext|>", true}, {" b", false}};
+    const std::vector<TokenId> marked = tok->encode(inside, false);
+    EXPECT_EQ(std::count(marked.begin(), marked.end(), *eot), 1);
+}
+
 TEST(TokenizerApi, Qwen2PreTokenizerPieces) {
     auto pre = PreTokenizer::for_pre("qwen2");
     std::vector<std::string_view> pieces;

@@ -1,5 +1,8 @@
 #include "model/config.h"
 
+#include <algorithm>
+#include <cmath>
+#include <optional>
 #include <sstream>
 
 #include "gguf/gguf.h"
@@ -8,12 +11,26 @@
 namespace flint {
 namespace {
 
-int require_int(const gguf::File& f, const std::string& key) {
-    auto v = f.get_opt_u64(key);
-    if (!v) fail(f.path(), ": missing required key '", key, "'");
-    if (*v == 0 || *v > (1u << 30)) fail(f.path(), ": key '", key, "' = ", *v, " is out of range");
+// An integer key within [lo, hi]; `def` when absent (nullopt: the key is required).
+int read_int(const gguf::File& f, const std::string& key, std::optional<int64_t> def, int64_t lo, int64_t hi) {
+    const std::optional<uint64_t> v = f.get_opt_u64(key);
+    if (!v && !def) fail(f.path(), ": missing required key '", key, "'");
+    if (!v) return static_cast<int>(*def);
+    if (*v < static_cast<uint64_t>(lo) || *v > static_cast<uint64_t>(hi))
+        fail(f.path(), ": key '", key, "' = ", *v, " is out of range (", lo, "..", hi, ")");
     return static_cast<int>(*v);
 }
+
+// A float key that must be finite (and positive, where `positive`); `def` when absent.
+float read_float(const gguf::File& f, const std::string& key, double def, bool positive) {
+    const double v = f.get_f64(key, def);
+    if (!std::isfinite(v) || (positive && !(v > 0)))
+        fail(f.path(), ": key '", key, "' = ", v, " (expected a ", positive ? "positive " : "", "finite number)");
+    return static_cast<float>(v);
+}
+
+// Bounds that keep every product of them (q/kv widths, KV rows, scratch sizes) well inside an int.
+constexpr int64_t kMaxWidth = int64_t(1) << 20, kMaxCount = int64_t(1) << 14, kMaxTokens = int64_t(1) << 30;
 
 }  // namespace
 
@@ -25,23 +42,27 @@ ModelConfig read_config(const gguf::File& f) {
         fail(f.path(), ": architecture '", c.arch, "' is not supported (flint runs llama and qwen2)");
     const std::string a = c.arch + ".";
     c.name = f.get_string("general.name", c.arch);
-    c.dim = require_int(f, a + "embedding_length");
-    c.n_layers = require_int(f, a + "block_count");
-    c.n_heads = require_int(f, a + "attention.head_count");
-    c.n_kv_heads = static_cast<int>(f.get_u64(a + "attention.head_count_kv", c.n_heads));
-    c.ffn_dim = require_int(f, a + "feed_forward_length");
-    c.ctx_train = static_cast<int>(f.get_u64(a + "context_length", 2048));
-    c.rms_eps = static_cast<float>(f.get_f64(a + "attention.layer_norm_rms_epsilon", 1e-5));
+    c.dim = read_int(f, a + "embedding_length", std::nullopt, 1, kMaxWidth);
+    c.n_layers = read_int(f, a + "block_count", std::nullopt, 1, kMaxCount);
+    c.n_heads = read_int(f, a + "attention.head_count", std::nullopt, 1, kMaxCount);
+    c.n_kv_heads = read_int(f, a + "attention.head_count_kv", c.n_heads, 1, c.n_heads);
+    c.ffn_dim = read_int(f, a + "feed_forward_length", std::nullopt, 1, kMaxWidth);
+    c.ctx_train = read_int(f, a + "context_length", 2048, 1, kMaxTokens);
+    c.rms_eps = read_float(f, a + "attention.layer_norm_rms_epsilon", 1e-5, true);
     if (c.dim % c.n_heads != 0)
         fail(f.path(), ": embedding_length ", c.dim, " is not a multiple of head_count ", c.n_heads);
-    if (c.n_kv_heads == 0 || c.n_heads % c.n_kv_heads != 0)
+    if (c.n_heads % c.n_kv_heads != 0)
         fail(f.path(), ": head_count ", c.n_heads, " is not a multiple of head_count_kv ", c.n_kv_heads);
-    c.head_dim = static_cast<int>(f.get_u64(a + "attention.key_length", c.dim / c.n_heads));
+    // The q and kv widths stay under kMaxWidth, as the embedding does.
+    c.head_dim = read_int(f, a + "attention.key_length", c.dim / c.n_heads, 2, kMaxWidth / c.n_heads);
     if (c.head_dim % 2 != 0) fail(f.path(), ": head dimension ", c.head_dim, " is odd");
 
     auto tokens = f.find("tokenizer.ggml.tokens");
-    c.n_vocab = static_cast<int>(f.get_u64(a + "vocab_size", tokens ? tokens->count : 0));
-    if (const auto* emb = f.find_tensor("token_embd.weight")) c.n_vocab = static_cast<int>(emb->dim(1));
+    c.n_vocab = read_int(f, a + "vocab_size", tokens ? std::min<uint64_t>(tokens->count, kMaxTokens) : 0, 1, kMaxTokens);
+    if (const auto* emb = f.find_tensor("token_embd.weight")) {
+        if (emb->dim(1) > uint64_t(kMaxTokens)) fail(f.path(), ": token_embd.weight has ", emb->dim(1), " rows (at most ", kMaxTokens, ")");
+        c.n_vocab = static_cast<int>(emb->dim(1));
+    }
     if (c.n_vocab <= 0) fail(f.path(), ": cannot tell the vocabulary size (no token_embd.weight, no tokens)");
 
     c.qkv_bias = c.arch == "qwen2";
@@ -49,14 +70,14 @@ ModelConfig read_config(const gguf::File& f) {
 
     RopeConfig& r = c.rope;
     r.style = c.arch == "qwen2" ? RopeStyle::NeoX : RopeStyle::Normal;
-    r.n_rot = static_cast<int>(f.get_u64(a + "rope.dimension_count", c.head_dim));
+    r.n_rot = read_int(f, a + "rope.dimension_count", c.head_dim, 0, kMaxWidth);
     if (r.n_rot > c.head_dim || r.n_rot % 2 != 0)
         fail(f.path(), ": rope.dimension_count ", r.n_rot, " (expected an even number <= head dim ", c.head_dim, ")");
-    r.freq_base = static_cast<float>(f.get_f64(a + "rope.freq_base", 10000.0));
+    r.freq_base = read_float(f, a + "rope.freq_base", 10000.0, true);
     std::string scaling = f.get_string(a + "rope.scaling.type", "none");
-    double factor = f.get_f64(a + "rope.scaling.factor", 0.0);
+    double factor = read_float(f, a + "rope.scaling.factor", 0.0, false);
     if (factor == 0.0 && f.has(a + "rope.scale_linear")) {  // older files
-        factor = f.get_f64(a + "rope.scale_linear", 1.0);
+        factor = read_float(f, a + "rope.scale_linear", 1.0, false);
         if (scaling == "none" && factor != 1.0) scaling = "linear";
     }
     if (scaling == "none") {
@@ -67,11 +88,11 @@ ModelConfig read_config(const gguf::File& f) {
     } else if (scaling == "yarn") {
         r.scaling = RopeScaling::Yarn;
         r.scale_factor = static_cast<float>(factor > 0 ? factor : 1.0);
-        r.orig_ctx = static_cast<int>(f.get_u64(a + "rope.scaling.original_context_length", c.ctx_train));
+        r.orig_ctx = read_int(f, a + "rope.scaling.original_context_length", c.ctx_train, 1, kMaxTokens);
         r.ext_factor = 1.0f;
-        r.attn_factor = static_cast<float>(f.get_f64(a + "rope.scaling.attn_factor", 1.0));
-        r.beta_fast = static_cast<float>(f.get_f64(a + "rope.scaling.yarn_beta_fast", 32.0));
-        r.beta_slow = static_cast<float>(f.get_f64(a + "rope.scaling.yarn_beta_slow", 1.0));
+        r.attn_factor = read_float(f, a + "rope.scaling.attn_factor", 1.0, false);
+        r.beta_fast = read_float(f, a + "rope.scaling.yarn_beta_fast", 32.0, false);
+        r.beta_slow = read_float(f, a + "rope.scaling.yarn_beta_slow", 1.0, false);
     } else {
         fail(f.path(), ": rope.scaling.type '", scaling, "' is not supported (none, linear, yarn)");
     }

@@ -1,10 +1,12 @@
 // Corrupt or mismatched weights give clear errors naming the tensor and what was expected.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
 #include <iterator>
 
 #include "gguf/gguf.h"
+#include "gguf/gguf_writer.h"
 #include "model/model.h"
 #include "test_paths.h"
 #include "util/error.h"
@@ -62,4 +64,45 @@ TEST(WeightErrors, UnsupportedArchitecture) {
     patch(bytes, "llama.block_count", "llamX.block_count");
     std::string e = load_error(bytes);
     EXPECT_NE(e.find("missing required key 'llama.block_count'"), std::string::npos) << e;
+}
+
+namespace {
+
+// stories260K with one metadata key replaced (through the writer), loaded: the error, or "" when it loads.
+std::string load_error_with(const std::string& key, gguf::MetaValue v) {
+    auto f = gguf::File::open(test::shared_path("models/stories260K.gguf"), Residency::Map);
+    gguf::Writer w;
+    w.copy_metadata(*f);
+    w.set(key, std::move(v));
+    for (const auto& t : f->tensors()) w.add_tensor_view(t.name, t.type, t.dims, t.data, t.n_bytes);
+    const std::vector<uint8_t> bytes = w.write_buffer();
+    return load_error(bytes);
+}
+
+}  // namespace
+
+// Config numbers outside what a model can have are refused by name before any size is computed from them:
+// a 2^31 head width once overflowed the kv width (found by fuzz/model_fuzz.cpp under UBSan).
+TEST(WeightErrors, ConfigNumbersOutOfRangeAreRefusedByName) {
+    FLINT_REQUIRE_SHARED("models/stories260K.gguf");
+    using gguf::MetaValue;
+    const struct {
+        std::string key;
+        MetaValue value;
+        std::string error;
+    } cases[] = {
+        {"llama.attention.key_length", MetaValue::u32(2130706176), "key 'llama.attention.key_length' = 2130706176 is out of range"},
+        {"llama.attention.head_count_kv", MetaValue::u32(0), "key 'llama.attention.head_count_kv' = 0 is out of range (1..8)"},
+        {"llama.attention.head_count_kv", MetaValue::u32(16), "key 'llama.attention.head_count_kv' = 16 is out of range (1..8)"},
+        {"llama.context_length", MetaValue::u64(uint64_t(1) << 31), "key 'llama.context_length' = 2147483648 is out of range"},
+        {"llama.embedding_length", MetaValue::u64(uint64_t(1) << 40), "key 'llama.embedding_length' = 1099511627776 is out of range"},
+        {"llama.rope.freq_base", MetaValue::f32(std::nanf("")), "key 'llama.rope.freq_base' = nan (expected a positive finite number)"},
+        {"llama.attention.layer_norm_rms_epsilon", MetaValue::f32(-1e-5f), "(expected a positive finite number)"},
+        {"llama.rope.scaling.factor", MetaValue::f32(INFINITY), "key 'llama.rope.scaling.factor' = inf (expected a finite number)"},
+    };
+    for (const auto& c : cases) {
+        const std::string e = load_error_with(c.key, c.value);
+        EXPECT_NE(e.find(c.error), std::string::npos) << c.key << ": " << e;
+    }
+    EXPECT_EQ(load_error_with("llama.attention.head_count_kv", MetaValue::u32(4)), "") << "its own value loads";
 }

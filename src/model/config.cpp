@@ -70,8 +70,8 @@ ModelConfig read_config(const gguf::File& f) {
 
     RopeConfig& r = c.rope;
     r.style = c.arch == "qwen2" ? RopeStyle::NeoX : RopeStyle::Normal;
-    r.n_rot = read_int(f, a + "rope.dimension_count", c.head_dim, 0, kMaxWidth);
-    if (r.n_rot > c.head_dim || r.n_rot % 2 != 0)
+    r.n_rot = read_int(f, a + "rope.dimension_count", c.head_dim, 2, c.head_dim);
+    if (r.n_rot % 2 != 0)
         fail(f.path(), ": rope.dimension_count ", r.n_rot, " (expected an even number <= head dim ", c.head_dim, ")");
     r.freq_base = read_float(f, a + "rope.freq_base", 10000.0, true);
     std::string scaling = f.get_string(a + "rope.scaling.type", "none");

@@ -96,6 +96,8 @@ TEST(WeightErrors, ConfigNumbersOutOfRangeAreRefusedByName) {
         {"llama.attention.head_count_kv", MetaValue::u32(16), "key 'llama.attention.head_count_kv' = 16 is out of range (1..8)"},
         {"llama.context_length", MetaValue::u64(uint64_t(1) << 31), "key 'llama.context_length' = 2147483648 is out of range"},
         {"llama.embedding_length", MetaValue::u64(uint64_t(1) << 40), "key 'llama.embedding_length' = 1099511627776 is out of range"},
+        {"llama.rope.dimension_count", MetaValue::i32(0), "key 'llama.rope.dimension_count' = 0 is out of range (2..8)"},
+        {"llama.rope.dimension_count", MetaValue::u32(7), "rope.dimension_count 7 (expected an even number <= head dim 8)"},
         {"llama.rope.freq_base", MetaValue::f32(std::nanf("")), "key 'llama.rope.freq_base' = nan (expected a positive finite number)"},
         {"llama.attention.layer_norm_rms_epsilon", MetaValue::f32(-1e-5f), "(expected a positive finite number)"},
         {"llama.rope.scaling.factor", MetaValue::f32(INFINITY), "key 'llama.rope.scaling.factor' = inf (expected a finite number)"},

@@ -1,4 +1,5 @@
-// libFuzzer target for model loading: stories260K's GGUF with its metadata and tensors changed the ways a
+// libFuzzer target for model loading: stories260K's GGUF (or FLINT_FUZZ_MODEL's, e.g. a qwen2 model in
+// Q4_0 from `flint mkmodel --shape tiny --vocab-from stories260K.gguf --type q4_0`) with its metadata and tensors changed the ways a
 // corrupt, hand-edited or mis-converted file would be — a key set to another number or type, or removed;
 // a tensor's shape or type changed (its bytes resized to match), or the tensor dropped — then loaded as a
 // model (config, weights, tokenizer) and, when it loads, run for four tokens (a prompt of three, one
@@ -37,7 +38,9 @@ struct Base {
 const Base& base() {
     static const Base b = [] {
         const char* env = std::getenv("FLINT_SHARED");
-        const std::string path = std::string(env && *env ? env : FLINT_SHARED_DIR) + "/models/stories260K.gguf";
+        const char* model = std::getenv("FLINT_FUZZ_MODEL");
+        const std::string path =
+            model && *model ? model : std::string(env && *env ? env : FLINT_SHARED_DIR) + "/models/stories260K.gguf";
         Base out;
         try {
             out.file = gguf::File::open(path, Residency::Map);
@@ -47,12 +50,10 @@ const Base& base() {
         }
         for (const auto& [key, v] : out.file->metadata())
             if (v.type != gguf::ValueType::ARRAY) out.keys.push_back(key);
-        out.keys.push_back("llama.attention.key_length");  // optional keys the file does not set
-        out.keys.push_back("llama.rope.dimension_count");
-        out.keys.push_back("llama.rope.scaling.type");
-        out.keys.push_back("llama.rope.scaling.factor");
-        out.keys.push_back("llama.rope.scaling.original_context_length");
-        out.keys.push_back("llama.vocab_size");
+        const std::string arch = out.file->get_string("general.architecture", "llama") + ".";
+        for (const char* optional : {"attention.key_length", "rope.dimension_count", "rope.scaling.type", "rope.scaling.factor",
+                                     "rope.scaling.original_context_length", "vocab_size"})
+            if (!out.file->has(arch + optional)) out.keys.push_back(arch + optional);
         return out;
     }();
     return b;

@@ -25,14 +25,14 @@ json message_item(const std::string& role, const std::string& text) {
 std::string_view Turn::apply(const json& ev, Clock::time_point at) {
     const std::string type = str_at(ev, "type");
     if (type == "response.output_text.delta") {
-        const json& d = ev["delta"];
-        if (!d.is_string()) return {};
+        const auto d = ev.find("delta");  // find, not [] (a const [] on a missing key reads past the map)
+        if (d == ev.end() || !d->is_string()) return {};
         if (delta_times.empty()) first_delta = at;
         delta_times.push_back(at);
         const auto t = ev.find("t_us");
         delta_engine_us.push_back(t != ev.end() && t->is_number_integer() ? t->get<int64_t>() : 0);
         const size_t from = text.size();
-        text += d.get_ref<const std::string&>();
+        text += d->get_ref<const std::string&>();
         return std::string_view(text).substr(from);
     }
     if (type == "error") {  // WebSocket errors carry {status, error:{code,message}}; SSE's carry code, message

@@ -150,5 +150,21 @@ TEST(Turn, WebSocketErrorFrames) {
     EXPECT_EQ(t.error_message, "gone");
 }
 
+// A server's events are not ours to trust: members missing or of the wrong type, or events that are not
+// objects, are ignored, never read through. A delta event without "delta" once read past the object's map
+// (a const operator[] on a missing key; found by fuzz/client_fuzz.cpp under ASan).
+TEST(Turn, MalformedEventsAreIgnored) {
+    Turn t;
+    const auto now = Clock::now();
+    for (const json& ev : {json{{"type", "response.output_text.delta"}}, json{{"type", "response.output_text.delta"}, {"delta", 5}},
+                           json{{"type", "response.completed"}, {"response", "x"}}, json{{"type", 7}}, json::array({1, 2}),
+                           json("response.output_text.delta"), json{{"type", "response.completed"}, {"response", {{"usage", 3}}}}}) {
+        EXPECT_EQ(t.apply(ev, now), "") << ev.dump();
+    }
+    EXPECT_EQ(t.text, "");
+    EXPECT_TRUE(t.delta_times.empty());
+    EXPECT_EQ(t.output_tokens, 0);
+}
+
 }  // namespace
 }  // namespace flint::client

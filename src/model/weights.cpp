@@ -1,5 +1,6 @@
 #include "model/weights.h"
 
+#include <cstdint>
 #include <cstring>
 #include <map>
 #include <string>
@@ -40,13 +41,21 @@ void check_shape(const gguf::File& f, const gguf::TensorInfo& t, std::initialize
         fail(f.path(), ": tensor ", t.name, ": expected shape ", shape_str(expected), " got ", t.shape_string());
 }
 
-WeightView matrix(const gguf::File& f, const std::string& name, int64_t rows, int64_t cols) {
+// A file may place tensors on any power-of-two boundary (general.alignment 1 is legal); a matrix whose bytes do
+// not start on a 4-byte boundary is copied, so its blocks' scales and the f32 rows are read aligned.
+WeightView matrix(const gguf::File& f, const std::string& name, int64_t rows, int64_t cols,
+                  std::vector<std::vector<float>>& owned) {
     const gguf::TensorInfo& t = require(f, name);
     check_shape(f, t, {cols, rows});
     switch (t.type) {
         case DType::F32: case DType::F16: case DType::BF16: case DType::Q8_0: case DType::Q4_0:
         case DType::Q5_0: case DType::Q4_K: case DType::Q5_K: case DType::Q6_K: break;
         default: fail(f.path(), ": tensor ", name, ": type ", dtype_name(t.type), " is not supported for matrices");
+    }
+    if (reinterpret_cast<uintptr_t>(t.data) % alignof(float) != 0) {
+        owned.emplace_back((t.n_bytes + sizeof(float) - 1) / sizeof(float));
+        std::memcpy(owned.back().data(), t.data, t.n_bytes);
+        return WeightView{t.type, owned.back().data(), rows, cols};
     }
     return WeightView{t.type, t.data, rows, cols};
 }
@@ -98,18 +107,18 @@ int repack_matrices(ModelWeights& w) {
 
 ModelWeights bind_weights(const gguf::File& f, const ModelConfig& c, std::vector<std::vector<float>>& owned) {
     ModelWeights w;
-    w.token_embd = matrix(f, "token_embd.weight", c.n_vocab, c.dim);
+    w.token_embd = matrix(f, "token_embd.weight", c.n_vocab, c.dim, owned);
     w.output_norm = vec(f, "output_norm.weight", c.dim, owned);
-    w.output = c.tied_embeddings ? w.token_embd : matrix(f, "output.weight", c.n_vocab, c.dim);
+    w.output = c.tied_embeddings ? w.token_embd : matrix(f, "output.weight", c.n_vocab, c.dim, owned);
     auto bytes = [](const WeightView& v) { return row_bytes(v.type, v.cols) * v.rows; };
     w.matrix_bytes = bytes(w.output);
     for (int l = 0; l < c.n_layers; ++l) {
         const std::string p = "blk." + std::to_string(l) + ".";
         LayerWeights L;
         L.attn_norm = vec(f, p + "attn_norm.weight", c.dim, owned);
-        L.wq = matrix(f, p + "attn_q.weight", c.q_dim(), c.dim);
-        L.wk = matrix(f, p + "attn_k.weight", c.kv_dim(), c.dim);
-        L.wv = matrix(f, p + "attn_v.weight", c.kv_dim(), c.dim);
+        L.wq = matrix(f, p + "attn_q.weight", c.q_dim(), c.dim, owned);
+        L.wk = matrix(f, p + "attn_k.weight", c.kv_dim(), c.dim, owned);
+        L.wv = matrix(f, p + "attn_v.weight", c.kv_dim(), c.dim, owned);
         if (c.qkv_bias) {
             L.bq = vec(f, p + "attn_q.bias", c.q_dim(), owned);
             L.bk = vec(f, p + "attn_k.bias", c.kv_dim(), owned);
@@ -119,11 +128,11 @@ ModelWeights bind_weights(const gguf::File& f, const ModelConfig& c, std::vector
             L.bk = opt_vec(f, p + "attn_k.bias", c.kv_dim(), owned);
             L.bv = opt_vec(f, p + "attn_v.bias", c.kv_dim(), owned);
         }
-        L.wo = matrix(f, p + "attn_output.weight", c.dim, c.q_dim());
+        L.wo = matrix(f, p + "attn_output.weight", c.dim, c.q_dim(), owned);
         L.ffn_norm = vec(f, p + "ffn_norm.weight", c.dim, owned);
-        L.w_gate = matrix(f, p + "ffn_gate.weight", c.ffn_dim, c.dim);
-        L.w_up = matrix(f, p + "ffn_up.weight", c.ffn_dim, c.dim);
-        L.w_down = matrix(f, p + "ffn_down.weight", c.dim, c.ffn_dim);
+        L.w_gate = matrix(f, p + "ffn_gate.weight", c.ffn_dim, c.dim, owned);
+        L.w_up = matrix(f, p + "ffn_up.weight", c.ffn_dim, c.dim, owned);
+        L.w_down = matrix(f, p + "ffn_down.weight", c.dim, c.ffn_dim, owned);
         for (const WeightView* v : L.matrices()) w.matrix_bytes += bytes(*v);
         w.layers.push_back(L);
     }

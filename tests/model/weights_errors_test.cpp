@@ -8,6 +8,7 @@
 #include "gguf/gguf.h"
 #include "gguf/gguf_writer.h"
 #include "model/model.h"
+#include "model_test_util.h"
 #include "test_paths.h"
 #include "util/error.h"
 
@@ -107,4 +108,24 @@ TEST(WeightErrors, ConfigNumbersOutOfRangeAreRefusedByName) {
         EXPECT_NE(e.find(c.error), std::string::npos) << c.key << ": " << e;
     }
     EXPECT_EQ(load_error_with("llama.attention.head_count_kv", MetaValue::u32(4)), "") << "its own value loads";
+}
+
+// general.alignment may be any power of two: with 1, tensors start at odd addresses, and the matrices are
+// copied to aligned memory at load (vectors already were). The logits are those of the aligned file.
+// Found by fuzz/model_fuzz.cpp (UBSan: a Q4_0 block's scale read through a misaligned pointer).
+TEST(WeightErrors, TensorsAtOddOffsetsLoadAndGiveTheSameLogits) {
+    FLINT_REQUIRE_SHARED("models/stories260K.gguf");
+    auto f = gguf::File::open(test::shared_path("models/stories260K.gguf"), Residency::Map);
+    gguf::Writer w;
+    w.copy_metadata(*f);
+    w.set("general.alignment", gguf::MetaValue::u32(1));
+    for (const auto& t : f->tensors()) w.add_tensor_view(t.name, t.type, t.dims, t.data, t.n_bytes);
+    const std::vector<uint8_t> bytes = w.write_buffer();
+    auto odd = gguf::File::parse(bytes.data(), bytes.size(), "odd.gguf");
+    bool any_odd = false;
+    for (const auto& t : odd->tensors()) any_odd |= reinterpret_cast<uintptr_t>(t.data) % 4 != 0;
+    ASSERT_TRUE(any_odd) << "the test needs tensors at unaligned addresses";
+    test::Runner a(Model::from_file(odd), 8), b(Model::from_file(f), 8);
+    const std::vector<int32_t> prompt = {1, 400, 25, 90};
+    EXPECT_EQ(a.run(prompt, 0, Logits::All), b.run(prompt, 0, Logits::All));
 }

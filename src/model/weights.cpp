@@ -41,8 +41,15 @@ void check_shape(const gguf::File& f, const gguf::TensorInfo& t, std::initialize
         fail(f.path(), ": tensor ", t.name, ": expected shape ", shape_str(expected), " got ", t.shape_string());
 }
 
-// A file may place tensors on any power-of-two boundary (general.alignment 1 is legal); a matrix whose bytes do
-// not start on a 4-byte boundary is copied, so its blocks' scales and the f32 rows are read aligned.
+// A file may place tensors on any power-of-two boundary (general.alignment 1 is legal). A tensor whose bytes
+// do not start on a 4-byte boundary is read from an aligned copy (f32 values, block scales); else in place.
+const void* aligned(const gguf::TensorInfo& t, std::vector<std::vector<float>>& owned) {
+    if (reinterpret_cast<uintptr_t>(t.data) % alignof(float) == 0) return t.data;
+    owned.emplace_back((t.n_bytes + sizeof(float) - 1) / sizeof(float));
+    std::memcpy(owned.back().data(), t.data, t.n_bytes);
+    return owned.back().data();
+}
+
 WeightView matrix(const gguf::File& f, const std::string& name, int64_t rows, int64_t cols,
                   std::vector<std::vector<float>>& owned) {
     const gguf::TensorInfo& t = require(f, name);
@@ -52,25 +59,13 @@ WeightView matrix(const gguf::File& f, const std::string& name, int64_t rows, in
         case DType::Q5_0: case DType::Q4_K: case DType::Q5_K: case DType::Q6_K: break;
         default: fail(f.path(), ": tensor ", name, ": type ", dtype_name(t.type), " is not supported for matrices");
     }
-    if (reinterpret_cast<uintptr_t>(t.data) % alignof(float) != 0) {
-        owned.emplace_back((t.n_bytes + sizeof(float) - 1) / sizeof(float));
-        std::memcpy(owned.back().data(), t.data, t.n_bytes);
-        return WeightView{t.type, owned.back().data(), rows, cols};
-    }
-    return WeightView{t.type, t.data, rows, cols};
+    return WeightView{t.type, aligned(t, owned), rows, cols};
 }
 
 const float* vec(const gguf::File& f, const std::string& name, int64_t n, std::vector<std::vector<float>>& owned) {
     const gguf::TensorInfo& t = require(f, name);
     check_shape(f, t, {n});
-    if (t.type == DType::F32) {
-        if (reinterpret_cast<uintptr_t>(t.data) % alignof(float) != 0) {
-            owned.emplace_back(n);
-            std::memcpy(owned.back().data(), t.data, n * sizeof(float));
-            return owned.back().data();
-        }
-        return reinterpret_cast<const float*>(t.data);
-    }
+    if (t.type == DType::F32) return static_cast<const float*>(aligned(t, owned));
     if (t.type != DType::F16 && t.type != DType::BF16)
         fail(f.path(), ": tensor ", name, ": type ", dtype_name(t.type), " (expected f32, f16 or bf16 for a vector)");
     owned.emplace_back(n);

@@ -69,16 +69,18 @@ TEST(WeightErrors, UnsupportedArchitecture) {
 
 namespace {
 
-// stories260K with one metadata key replaced (through the writer), loaded: the error, or "" when it loads.
-std::string load_error_with(const std::string& key, gguf::MetaValue v) {
+// The bytes of stories260K with one metadata key replaced, written through the writer.
+std::vector<uint8_t> stories_with(const std::string& key, gguf::MetaValue v) {
     auto f = gguf::File::open(test::shared_path("models/stories260K.gguf"), Residency::Map);
     gguf::Writer w;
     w.copy_metadata(*f);
     w.set(key, std::move(v));
     for (const auto& t : f->tensors()) w.add_tensor_view(t.name, t.type, t.dims, t.data, t.n_bytes);
-    const std::vector<uint8_t> bytes = w.write_buffer();
-    return load_error(bytes);
+    return w.write_buffer();
 }
+
+// That file loaded: the error, or "" when it loads.
+std::string load_error_with(const std::string& key, gguf::MetaValue v) { return load_error(stories_with(key, std::move(v))); }
 
 }  // namespace
 
@@ -115,17 +117,12 @@ TEST(WeightErrors, ConfigNumbersOutOfRangeAreRefusedByName) {
 // Found by fuzz/model_fuzz.cpp (UBSan: a Q4_0 block's scale read through a misaligned pointer).
 TEST(WeightErrors, TensorsAtOddOffsetsLoadAndGiveTheSameLogits) {
     FLINT_REQUIRE_SHARED("models/stories260K.gguf");
-    auto f = gguf::File::open(test::shared_path("models/stories260K.gguf"), Residency::Map);
-    gguf::Writer w;
-    w.copy_metadata(*f);
-    w.set("general.alignment", gguf::MetaValue::u32(1));
-    for (const auto& t : f->tensors()) w.add_tensor_view(t.name, t.type, t.dims, t.data, t.n_bytes);
-    const std::vector<uint8_t> bytes = w.write_buffer();
+    const std::vector<uint8_t> bytes = stories_with("general.alignment", gguf::MetaValue::u32(1));
     auto odd = gguf::File::parse(bytes.data(), bytes.size(), "odd.gguf");
     bool any_odd = false;
     for (const auto& t : odd->tensors()) any_odd |= reinterpret_cast<uintptr_t>(t.data) % 4 != 0;
     ASSERT_TRUE(any_odd) << "the test needs tensors at unaligned addresses";
-    test::Runner a(Model::from_file(odd), 8), b(Model::from_file(f), 8);
+    test::Runner a(Model::from_file(odd), 8), b(Model::load(test::shared_path("models/stories260K.gguf"), Residency::Map), 8);
     const std::vector<int32_t> prompt = {1, 400, 25, 90};
     EXPECT_EQ(a.run(prompt, 0, Logits::All), b.run(prompt, 0, Logits::All));
 }

@@ -28,6 +28,17 @@ struct TestModels {
     server::ModelRegistry registry;
 };
 
+// A response-store path in the temp directory, unique to this process. Declare it before the server that
+// opens it: it is destroyed after the server has closed the database, and removes the file with SQLite's
+// -wal and -shm companions (removing them while the database is open leaves them behind).
+struct TempStore {
+    explicit TempStore(const std::string& name);
+    ~TempStore();
+    TempStore(const TempStore&) = delete;
+    TempStore& operator=(const TempStore&) = delete;
+    std::string path;
+};
+
 class TestServer {
 public:
     explicit TestServer(server::ServerConfig cfg = {}, bool with_code = false,

@@ -6,9 +6,12 @@
 #include <chrono>
 #include <thread>
 #include <cstdlib>
+#include <filesystem>
 #include <functional>
 #include <sstream>
 #include <utility>
+
+#include <unistd.h>
 
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
@@ -96,6 +99,16 @@ void TestServer::stop() {
 }
 
 TestServer::~TestServer() { stop(); }
+
+TempStore::TempStore(const std::string& name)
+    : path((std::filesystem::temp_directory_path() / (name + "-" + std::to_string(::getpid()) + ".db")).string()) {
+    for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path + suffix);
+}
+
+TempStore::~TempStore() {
+    std::error_code ignored;  // a destructor must not throw
+    for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path + suffix, ignored);
+}
 
 namespace {
 

@@ -2,7 +2,6 @@
 // Completions — against the real engine and stories260K, over real sockets.
 #include <gtest/gtest.h>
 
-#include <filesystem>
 #include <set>
 
 #include "gguf/gguf.h"
@@ -447,11 +446,10 @@ TEST_F(ResponsesHttp, IncludeOutputTextLogprobsAsksForLogprobs) {
 
 TEST(ResponsesStore, RestartKeepsStoredResponsesAndTheirHistory) {
     FLINT_REQUIRE_SHARED("models/stories260K.gguf");
-    std::string db = (std::filesystem::temp_directory_path() / ("flint-store-" + std::to_string(::getpid()) + ".db")).string();
-    std::filesystem::remove(db);
+    TempStore db("flint-store");
     TestModels models;
     server::ServerConfig cfg;
-    cfg.store_path = db;
+    cfg.store_path = db.path;
     json first;
     {
         TestServer s(cfg, models);
@@ -468,9 +466,6 @@ TEST(ResponsesStore, RestartKeepsStoredResponsesAndTheirHistory) {
     HttpResult cont = post_json(s.port(), "/v1/responses", next);
     ASSERT_EQ(cont.status, 200) << cont.body;
     EXPECT_GE(cont.json_body()["usage"]["input_tokens"].get<int>(), first["usage"]["total_tokens"].get<int>());
-    std::filesystem::remove(db);
-    std::filesystem::remove(db + "-wal");
-    std::filesystem::remove(db + "-shm");
 }
 
 TEST_F(ResponsesHttp, NonTextContentPartsAreRefusedNamingThePartOnBothApis) {

@@ -472,9 +472,9 @@ int read_port(int fd) {
 
 TEST(Binary, ServeStartsOnAFreePortAnswersAndStopsGracefullyOnSigterm) {
     FLINT_REQUIRE_SHARED("models/stories260K.gguf");
-    auto db = std::filesystem::temp_directory_path() / ("flint-bin-" + std::to_string(::getpid()) + ".db");
+    TempStore db("flint-bin");
     Child c = spawn_serve({"serve", "--port", "0", "-m", "stories=" + shared_path("models/stories260K.gguf"), "--store",
-                           db.string(), "-t", "1"});
+                           db.path, "-t", "1"});
     int port = read_port(c.out);
     ASSERT_GT(port, 0);
     HttpResult r = post_json(port, "/v1/responses", {{"model", "stories"}, {"input", "Once"}, {"max_output_tokens", 4}});
@@ -485,9 +485,6 @@ TEST(Binary, ServeStartsOnAFreePortAnswersAndStopsGracefullyOnSigterm) {
     EXPECT_TRUE(WIFEXITED(status));
     EXPECT_EQ(WEXITSTATUS(status), 0);
     close(c.out);
-    std::filesystem::remove(db);
-    std::filesystem::remove(db.string() + "-wal");
-    std::filesystem::remove(db.string() + "-shm");
 }
 
 // `flint serve --no-prompt-lookup` and `--no-speculation` reach the runtime: /metrics counts the drafts

@@ -4,7 +4,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <filesystem>
 #include <mutex>
 #include <thread>
 
@@ -305,11 +304,10 @@ TEST_F(WebSocket, GetWhileStreamingShowsTheTextSoFar) {
 // readable the moment its terminal event arrived; and the direct path must have been taken.
 TEST(WebSocketDelivery, ConcurrentClientsSwitchingBetweenDirectAndQueuedDeliveryGetWholeOrderedStreams) {
     FLINT_REQUIRE_SHARED("models/stories260K.gguf");
-    const std::string db = (std::filesystem::temp_directory_path() / ("flint-ws-store-" + std::to_string(::getpid()) + ".db")).string();
-    std::filesystem::remove(db);
+    TempStore db("flint-ws-store");
     server::ServerConfig cfg;
     cfg.io_threads = 4;
-    cfg.store_path = db;
+    cfg.store_path = db.path;
     // Each step sleeps a little, so the clients' responses overlap in the engine.
     TestServer s(cfg, false, [](const std::vector<uint64_t>&) { std::this_thread::sleep_for(std::chrono::microseconds(500)); });
     constexpr int kClients = 3, kTurns = 12;
@@ -369,7 +367,6 @@ TEST(WebSocketDelivery, ConcurrentClientsSwitchingBetweenDirectAndQueuedDelivery
     EXPECT_EQ(turns_ok, kClients * kTurns) << failures;
     // (Some 30-45% of the events went directly in trial runs here; the rest were queued.)
     EXPECT_GT(metric(http(s.port(), "GET", "/metrics").body, "flint_websocket_direct_writes_total"), 0);
-    std::filesystem::remove(db);
 }
 
 TEST(WebSocketLimits, ConnectionAgeLimitSendsTheErrorThenCloses) {

@@ -8,6 +8,7 @@
 #include "cli/commands.h"
 #include "client/files.h"
 #include "client/http_client.h"
+#include "client/responses.h"
 #include "util/error.h"
 
 #include <nlohmann/json.hpp>
@@ -93,10 +94,11 @@ void complete(const CompleteOptions& o) {
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
     if (o.verbose) {
-        const auto& u = j.value("usage", nlohmann::json::object());
+        // The text is out already: a usage of the wrong shape prints as zeros rather than failing the command.
+        const nlohmann::json u = j.contains("usage") ? j["usage"] : nlohmann::json();
         std::fprintf(stderr, "\n[%d prompt tokens (%d cached), %d completion tokens, %.1f ms round trip; server: %s]\n",
-                     u.value("prompt_tokens", 0), u.contains("prompt_tokens_details") ? u["prompt_tokens_details"].value("cached_tokens", 0) : 0,
-                     u.value("completion_tokens", 0), ms, res.headers.count("server-timing") ? res.headers["server-timing"].c_str() : "-");
+                     int_at(u, "prompt_tokens"), int_at(u, "prompt_tokens_details", "cached_tokens"),
+                     int_at(u, "completion_tokens"), ms, res.headers.count("server-timing") ? res.headers["server-timing"].c_str() : "-");
     }
 }
 

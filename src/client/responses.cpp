@@ -5,7 +5,9 @@ namespace {
 
 double ms(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); }
 
-int int_at(const json& j, const char* a, const char* b = nullptr) {
+}  // namespace
+
+int int_at(const json& j, const char* a, const char* b) {
     if (!j.is_object() || !j.contains(a)) return 0;
     const json& v = j[a];
     if (!b) return v.is_number_integer() ? v.get<int>() : 0;
@@ -15,8 +17,6 @@ int int_at(const json& j, const char* a, const char* b = nullptr) {
 std::string str_at(const json& j, const char* k) {
     return j.is_object() && j.contains(k) && j[k].is_string() ? j[k].get<std::string>() : std::string();
 }
-
-}  // namespace
 
 json message_item(const std::string& role, const std::string& text) {
     return {{"type", "message"}, {"role", role}, {"content", text}};

@@ -14,6 +14,11 @@ namespace flint::client {
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
+// Lenient readers for JSON from a server the client does not control: j[a] (or j[a][b]) when it is an
+// integer (a string), else 0 (""), whatever the types on the way.
+int int_at(const json& j, const char* a, const char* b = nullptr);
+std::string str_at(const json& j, const char* k);
+
 // {type:"message", role, content} — one input item.
 json message_item(const std::string& role, const std::string& text);
 

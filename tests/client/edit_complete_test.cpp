@@ -1,5 +1,11 @@
 // flint edit and flint complete end to end against a real `flint serve`, and their bad-input cases:
 // the file is never touched unless the user confirmed.
+#include <thread>
+#include <utility>  // before Boost: 1.74's awaitable.hpp uses std::exchange without including it
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
 #include <gtest/gtest.h>
 
 #include "client/client_test_util.h"
@@ -174,6 +180,84 @@ TEST(CompleteNoFim, AModelWithoutFimTokensIsAClearError) {
     auto r = run_flint("complete " + dir + "/a.txt:1:5 --url " + s.http_url(), dir + "/err.txt");
     EXPECT_NE(r.exit_code, 0);
     EXPECT_NE(read_text(dir + "/err.txt").find("fill-in-the-middle"), std::string::npos) << read_text(dir + "/err.txt");
+    fs::remove_all(dir);
+}
+
+// A server of one HTTP exchange: it answers the first request with `body` (200, JSON), then closes. For
+// replies `flint serve` never sends.
+class CannedServer {
+public:
+    explicit CannedServer(std::string body) : acceptor_(io_, {boost::asio::ip::make_address("127.0.0.1"), 0}) {
+        namespace http = boost::beast::http;
+        port_ = acceptor_.local_endpoint().port();
+        th_ = std::thread([this, body = std::move(body)] {
+            try {
+                boost::asio::ip::tcp::socket s(io_);
+                acceptor_.accept(s);
+                boost::beast::flat_buffer buf;
+                http::request<http::string_body> req;
+                http::read(s, buf, req);
+                http::response<http::string_body> res{http::status::ok, 11};
+                res.set(http::field::content_type, "application/json");
+                res.body() = body;
+                res.prepare_payload();
+                http::write(s, res);
+            } catch (const std::exception&) {
+                // the client went away: the test's own checks say what it got
+            }
+        });
+    }
+    ~CannedServer() {
+        try {  // releases an accept() that no client reached
+            boost::asio::io_context io;
+            boost::asio::ip::tcp::socket poke(io);
+            poke.connect(acceptor_.local_endpoint());
+        } catch (const std::exception&) {
+        }
+        th_.join();
+    }
+    std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+
+private:
+    boost::asio::io_context io_;
+    boost::asio::ip::tcp::acceptor acceptor_;
+    std::thread th_;
+    int port_ = 0;
+};
+
+// The completion is printed before the usage line, so a usage of the wrong shape must not turn a
+// completion into a failure; a reply with no text is one.
+TEST(CompleteReply, AUsageOfTheWrongShapeStillGivesTheCompletion) {
+    const std::string dir = temp_dir("complete-canned");
+    write_file(dir + "/a.py", "x = 1\n");
+    struct Case {
+        std::string body, usage_line;
+    };
+    const std::vector<Case> cases = {
+        {R"({"choices":[{"text":"pass"}],"usage":{"prompt_tokens":7,"prompt_tokens_details":{"cached_tokens":2},"completion_tokens":1}})",
+         "[7 prompt tokens (2 cached), 1 completion tokens"},
+        {R"({"choices":[{"text":"pass"}],"usage":"lots"})", "[0 prompt tokens (0 cached), 0 completion tokens"},
+        {R"({"choices":[{"text":"pass"}],"usage":{"prompt_tokens":"7","prompt_tokens_details":3,"completion_tokens":null}})",
+         "[0 prompt tokens (0 cached), 0 completion tokens"},
+        {R"({"choices":[{"text":"pass"}],"usage":{"prompt_tokens":7,"prompt_tokens_details":{"cached_tokens":[2]}}})",
+         "[7 prompt tokens (0 cached), 0 completion tokens"},
+        {R"({"choices":[{"text":"pass"}]})", "[0 prompt tokens (0 cached), 0 completion tokens"},
+    };
+    for (const Case& c : cases) {
+        CannedServer s(c.body);
+        auto r = run_flint("complete " + dir + "/a.py:1:1 -v --url " + s.url(), dir + "/err.txt");
+        const std::string err = read_text(dir + "/err.txt");
+        EXPECT_EQ(r.exit_code, 0) << c.body << ": " << err;
+        EXPECT_EQ(r.out, "pass") << c.body;
+        EXPECT_NE(err.find(c.usage_line), std::string::npos) << c.body << ": " << err;
+    }
+    for (const std::string body : {R"({"choices":[]})", R"({"choices":[{"text":7}]})", R"([1,2])", "not json"}) {
+        CannedServer s(body);
+        auto r = run_flint("complete " + dir + "/a.py:1:1 -v --url " + s.url(), dir + "/err.txt");
+        EXPECT_NE(r.exit_code, 0) << body;
+        EXPECT_EQ(r.out, "") << body;
+        EXPECT_NE(read_text(dir + "/err.txt").find("no choices[0].text"), std::string::npos) << body << ": " << read_text(dir + "/err.txt");
+    }
     fs::remove_all(dir);
 }
 

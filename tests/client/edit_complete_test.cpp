@@ -1,14 +1,9 @@
 // flint edit and flint complete end to end against a real `flint serve`, and their bad-input cases:
 // the file is never touched unless the user confirmed.
-#include <thread>
-#include <utility>  // before Boost: 1.74's awaitable.hpp uses std::exchange without including it
-
-#include <boost/asio.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
 #include <gtest/gtest.h>
 
 #include "client/client_test_util.h"
+#include "client/scripted_peers.h"
 
 namespace flint::test {
 namespace {
@@ -183,48 +178,6 @@ TEST(CompleteNoFim, AModelWithoutFimTokensIsAClearError) {
     fs::remove_all(dir);
 }
 
-// A server of one HTTP exchange: it answers the first request with `body` (200, JSON), then closes. For
-// replies `flint serve` never sends.
-class CannedServer {
-public:
-    explicit CannedServer(std::string body) : acceptor_(io_, {boost::asio::ip::make_address("127.0.0.1"), 0}) {
-        namespace http = boost::beast::http;
-        port_ = acceptor_.local_endpoint().port();
-        th_ = std::thread([this, body = std::move(body)] {
-            try {
-                boost::asio::ip::tcp::socket s(io_);
-                acceptor_.accept(s);
-                boost::beast::flat_buffer buf;
-                http::request<http::string_body> req;
-                http::read(s, buf, req);
-                http::response<http::string_body> res{http::status::ok, 11};
-                res.set(http::field::content_type, "application/json");
-                res.body() = body;
-                res.prepare_payload();
-                http::write(s, res);
-            } catch (const std::exception&) {
-                // the client went away: the test's own checks say what it got
-            }
-        });
-    }
-    ~CannedServer() {
-        try {  // releases an accept() that no client reached
-            boost::asio::io_context io;
-            boost::asio::ip::tcp::socket poke(io);
-            poke.connect(acceptor_.local_endpoint());
-        } catch (const std::exception&) {
-        }
-        th_.join();
-    }
-    std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
-
-private:
-    boost::asio::io_context io_;
-    boost::asio::ip::tcp::acceptor acceptor_;
-    std::thread th_;
-    int port_ = 0;
-};
-
 // The completion is printed before the usage line, so a usage of the wrong shape must not turn a
 // completion into a failure; a reply with no text is one.
 TEST(CompleteReply, AUsageOfTheWrongShapeStillGivesTheCompletion) {
@@ -244,7 +197,7 @@ TEST(CompleteReply, AUsageOfTheWrongShapeStillGivesTheCompletion) {
         {R"({"choices":[{"text":"pass"}]})", "[0 prompt tokens (0 cached), 0 completion tokens"},
     };
     for (const Case& c : cases) {
-        CannedServer s(c.body);
+        CannedHttpServer s(c.body);
         auto r = run_flint("complete " + dir + "/a.py:1:1 -v --url " + s.url(), dir + "/err.txt");
         const std::string err = read_text(dir + "/err.txt");
         EXPECT_EQ(r.exit_code, 0) << c.body << ": " << err;
@@ -252,7 +205,7 @@ TEST(CompleteReply, AUsageOfTheWrongShapeStillGivesTheCompletion) {
         EXPECT_NE(err.find(c.usage_line), std::string::npos) << c.body << ": " << err;
     }
     for (const std::string body : {R"({"choices":[]})", R"({"choices":[{"text":7}]})", R"([1,2])", "not json"}) {
-        CannedServer s(body);
+        CannedHttpServer s(body);
         auto r = run_flint("complete " + dir + "/a.py:1:1 -v --url " + s.url(), dir + "/err.txt");
         EXPECT_NE(r.exit_code, 0) << body;
         EXPECT_EQ(r.out, "") << body;

@@ -11,6 +11,7 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/websocket.hpp>
 
+#include "client/scripted_peers.h"
 #include "client/ws_client.h"
 #include "util/error.h"
 
@@ -27,6 +28,8 @@ std::string text_frame(const std::string& payload) {
     f += static_cast<char>(payload.size());
     return f + payload;
 }
+
+Url peer_url(const test::WsPeer& p) { return Url{"ws", "127.0.0.1", std::to_string(p.port()), "/"}; }
 
 // Frames that arrive in one TCP segment (as a server's terminal batch does) are each stamped when the
 // segment arrives, not when the caller asks for them after handling the ones before.
@@ -68,29 +71,6 @@ TEST(WsClient, FramesOfOneSegmentAreStampedOnArrival) {
     server.join();
 }
 
-// A scripted peer on a thread: accepts one WebSocket client, then runs `script` on the stream.
-class Peer {
-public:
-    template <typename Script>
-    explicit Peer(Script script) : acceptor_(io_, {net::ip::make_address("127.0.0.1"), 0}) {
-        port_ = acceptor_.local_endpoint().port();
-        thread_ = std::thread([this, script] {
-            beast::websocket::stream<tcp::socket> ws(io_);
-            acceptor_.accept(ws.next_layer());
-            ws.accept();
-            script(ws);
-        });
-    }
-    ~Peer() { thread_.join(); }
-    Url url() const { return Url{"ws", "127.0.0.1", std::to_string(port_), "/"}; }
-
-private:
-    net::io_context io_;
-    tcp::acceptor acceptor_;
-    int port_ = 0;
-    std::thread thread_;
-};
-
 // Lengths on both sides of the 7- and 16-bit length forms, each way; a fragmented message with a ping
 // between its fragments (answered with a pong carrying the ping's payload); a close with a reason.
 TEST(WsClient, FramesOfEveryLengthFormFragmentsPingsAndTheServersClose) {
@@ -102,7 +82,7 @@ TEST(WsClient, FramesOfEveryLengthFormFragmentsPingsAndTheServersClose) {
     };
     std::string pong_payload;
     std::vector<size_t> peer_got;
-    Peer peer([&](beast::websocket::stream<tcp::socket>& ws) {
+    test::WsPeer peer([&](beast::websocket::stream<tcp::socket>& ws) {
         ws.control_callback([&](beast::websocket::frame_type kind, beast::string_view payload) {
             if (kind == beast::websocket::frame_type::pong) pong_payload = std::string(payload);
         });
@@ -124,7 +104,7 @@ TEST(WsClient, FramesOfEveryLengthFormFragmentsPingsAndTheServersClose) {
         ws.close(beast::websocket::close_reason(beast::websocket::close_code::policy_error, "time is up"));
     });
     WsClient c;
-    c.connect(peer.url(), {});
+    c.connect(peer_url(peer), {});
     for (size_t n : sizes) {
         c.send(body(n));
         auto f = c.next(5000);
@@ -146,7 +126,7 @@ TEST(WsClient, FramesOfEveryLengthFormFragmentsPingsAndTheServersClose) {
 
 // A frame no server may send (masked) ends the connection with a reason; next() waits no longer than asked.
 TEST(WsClient, TimeoutsAndAProtocolError) {
-    Peer peer([](beast::websocket::stream<tcp::socket>& ws) {
+    test::WsPeer peer([](beast::websocket::stream<tcp::socket>& ws) {
         beast::flat_buffer buf;
         ws.read(buf);
         // A masked text frame "hi" (mask 0): RFC 6455 §5.1 has the client fail the connection.
@@ -156,7 +136,7 @@ TEST(WsClient, TimeoutsAndAProtocolError) {
         ws.read(buf, ec);  // until the client goes
     });
     WsClient c;
-    c.connect(peer.url(), {});
+    c.connect(peer_url(peer), {});
     const auto t0 = Clock::now();
     EXPECT_FALSE(c.next(50));
     const double waited = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();

@@ -102,7 +102,7 @@ private:
             auto f = ws_.next(0);
             if (!f) break;
             json j = json::parse(f->text, nullptr, false);
-            if (j.is_object() && j.value("type", "") == "error") closing_ = true;  // e.g. websocket_connection_limit_reached
+            if (str_at(j, "type") == "error") closing_ = true;  // e.g. websocket_connection_limit_reached
         }
         if (!ws_.is_open() || closing_) {
             closing_ = false;

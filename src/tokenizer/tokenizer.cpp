@@ -19,10 +19,8 @@ std::string make_piece(const Vocab& v, TokenId id) {
     const TokenType t = v.type[id];
     if (t != TokenType::Normal && t != TokenType::Byte && t != TokenType::Undefined) return text;  // specials: their text
     if (v.kind == Vocab::Kind::Bpe) return byte_level::decode(text);
-    if (t == TokenType::Byte && text.size() == 6 && text.starts_with("<0x") && text.ends_with(">")) {
-        const int b = std::stoi(text.substr(3, 2), nullptr, 16);
-        return std::string(1, static_cast<char>(b));
-    }
+    if (t == TokenType::Byte && spm_byte_token(text))  // (load_vocab refuses byte tokens of another form)
+        return std::string(1, static_cast<char>(std::stoi(text.substr(3, 2), nullptr, 16)));
     std::string out;  // SPM: "▁" is a space
     out.reserve(text.size());
     for (size_t i = 0; i < text.size();) {

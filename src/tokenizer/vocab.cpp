@@ -15,6 +15,16 @@ TokenId read_id(const gguf::File& f, std::string_view key, int32_t n_vocab) {
     return (v >= 0 && v < n_vocab) ? static_cast<TokenId>(v) : -1;
 }
 
+bool is_hex(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
+
+}  // namespace
+
+bool spm_byte_token(std::string_view text) {
+    return text.size() == 6 && text.starts_with("<0x") && text.back() == '>' && is_hex(text[3]) && is_hex(text[4]);
+}
+
+namespace {
+
 TokenId first_present(const Vocab& v, std::initializer_list<std::string_view> names) {
     for (auto n : names)
         if (TokenId id = v.find(n); id >= 0) return id;
@@ -111,7 +121,7 @@ Vocab load_vocab(const gguf::File& f) {
     if (v.model.empty()) fail(where, "tokenizer.ggml.model is missing: the file has no tokenizer");
     if (v.model == "llama") v.kind = Vocab::Kind::Spm;
     else if (v.model == "gpt2") v.kind = Vocab::Kind::Bpe;
-    else fail(where, "tokenizer.ggml.model \"", v.model, "\" is not supported (expected \"llama\" or \"gpt2\")");
+    else fail(where, "tokenizer.ggml.model ", quoted(v.model), " is not supported (expected \"llama\" or \"gpt2\")");
     v.pre = f.get_string("tokenizer.ggml.pre");
 
     const gguf::Value* tokens = f.find("tokenizer.ggml.tokens");
@@ -133,6 +143,9 @@ Vocab load_vocab(const gguf::File& f) {
     for (size_t k = 0; k < types.size(); ++k) {
         if (types[k] < 0 || types[k] > 6) fail(where, "tokenizer.ggml.token_type[", k, "] = ", types[k], " is not a token type");
         v.type[k] = static_cast<TokenType>(types[k]);
+        // SentencePiece spells byte tokens <0xHH>, and decoding reads the byte from those two digits.
+        if (v.kind == Vocab::Kind::Spm && v.type[k] == TokenType::Byte && !spm_byte_token(v.text[k]))
+            fail(where, "tokenizer.ggml.tokens[", k, "] = ", quoted(v.text[k]), " has token type byte but is not of the form <0xHH>");
     }
 
     v.index.build(v.text);

@@ -69,4 +69,7 @@ struct Vocab {
 // Throws flint::Error naming the file and key on malformed or missing metadata.
 Vocab load_vocab(const gguf::File& f);
 
+// "<0xHH>" with two hex digits: how SentencePiece spells a byte token.
+bool spm_byte_token(std::string_view text);
+
 }  // namespace flint

@@ -166,6 +166,15 @@ struct GgufBuilder {
         ++n_kv;
         return *this;
     }
+    GgufBuilder& kv_i32s(std::string_view k, const std::vector<int32_t>& v) {
+        str(k);
+        u32(9);
+        u32(5);  // INT32
+        u64(v.size());
+        for (int32_t x : v) u32(static_cast<uint32_t>(x));
+        ++n_kv;
+        return *this;
+    }
     std::vector<uint8_t> bytes() {
         std::memcpy(b.data() + 16, &n_kv, 8);
         return b;
@@ -201,6 +210,33 @@ TEST(TokenizerApi, UnknownModelAndPreAreClearErrors) {
     EXPECT_NE(e.find("nonsense"), std::string::npos) << e;
     e = load_error(GgufBuilder().kv_str("tokenizer.ggml.model", "gpt2").kv_strs("tokenizer.ggml.tokens", {"a"}).bytes());
     EXPECT_NE(e.find("tokenizer.ggml.merges"), std::string::npos) << e;
+}
+
+// A SentencePiece byte token must be <0xHH>: decoding reads the byte from the two digits. Anything else so
+// typed is a corrupt vocabulary, refused at load by index and text (before, "<0xZZ>" threw std::invalid_argument
+// out of the loader, which is not a flint::Error).
+TEST(TokenizerApi, AMalformedSpmByteTokenIsAClearError) {
+    auto spm = [](const std::string& byte_token) {
+        return GgufBuilder()
+            .kv_str("tokenizer.ggml.model", "llama")
+            .kv_strs("tokenizer.ggml.tokens", {"<unk>", byte_token, "\xE2\x96\x81a"})
+            .kv_i32s("tokenizer.ggml.token_type", {2, 6, 1})
+            .bytes();
+    };
+    for (const std::string bad : {"<0xZZ>", "<0x4G>", "<0x41", "<0x411>", "A", "<0x\xff\xfe>"}) {
+        const std::string e = load_error(spm(bad));
+        EXPECT_NE(e.find("tokenizer.ggml.tokens[1]"), std::string::npos) << bad << ": " << e;
+        EXPECT_NE(e.find("<0xHH>"), std::string::npos) << bad << ": " << e;
+    }
+    EXPECT_NE(load_error(spm("<0x\xff\xfe>")).find("\\xff"), std::string::npos) << "bad bytes are escaped";
+    for (const std::string good : {"<0x41>", "<0x0a>", "<0xFF>"}) {
+        const std::vector<uint8_t> bytes = spm(good);
+        auto f = gguf::File::parse(bytes.data(), bytes.size(), "test.gguf");
+        auto tok = Tokenizer::from_gguf(*f);
+        const std::string piece = tok->token_to_piece(1);
+        ASSERT_EQ(piece.size(), 1u) << good;
+        EXPECT_EQ(static_cast<unsigned char>(piece[0]), std::stoul(good.substr(3, 2), nullptr, 16)) << good;
+    }
 }
 
 TEST(TokenizerApi, TinyHandBuiltBpeMergesByRank) {

@@ -17,14 +17,6 @@ TokenId read_id(const gguf::File& f, std::string_view key, int32_t n_vocab) {
 
 bool is_hex(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
 
-}  // namespace
-
-bool spm_byte_token(std::string_view text) {
-    return text.size() == 6 && text.starts_with("<0x") && text.back() == '>' && is_hex(text[3]) && is_hex(text[4]);
-}
-
-namespace {
-
 TokenId first_present(const Vocab& v, std::initializer_list<std::string_view> names) {
     for (auto n : names)
         if (TokenId id = v.find(n); id >= 0) return id;
@@ -75,6 +67,10 @@ void fill_special_ids(const gguf::File& f, Vocab& v) {
 }
 
 }  // namespace
+
+bool spm_byte_token(std::string_view text) {
+    return text.size() == 6 && text.starts_with("<0x") && text.back() == '>' && is_hex(text[3]) && is_hex(text[4]);
+}
 
 uint64_t TokenIndex::hash(std::string_view s) {
     // FNV-1a, then a final mix so the high bits (the tag) and the low bits (the slot) both vary.

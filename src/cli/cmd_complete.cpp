@@ -24,6 +24,7 @@ struct CompleteOptions {
     double temperature = 0;
     std::vector<std::string> stop;
     bool verbose = false;
+    double timeout = client::HttpClient::kDefaultIdleTimeout;
 };
 
 struct Cursor {
@@ -78,7 +79,7 @@ void complete(const CompleteOptions& o) {
     std::string key = o.api_key;
     if (key.empty())
         if (const char* k = std::getenv("FLINT_API_KEY")) key = k;
-    HttpClient http(parse_url(o.url), false);
+    HttpClient http(parse_url(o.url), false, o.timeout);
     const auto t0 = std::chrono::steady_clock::now();
     HttpResponse res = http.request("POST", "/v1/completions", body.dump(), auth_headers(key));
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -115,6 +116,8 @@ void register_complete(CLI::App& app) {
     cmd->add_option("--temp", o->temperature, "Sampling temperature (default 0: greedy)")->check(CLI::Range(0.0, 2.0));
     cmd->add_option("--stop", o->stop, "Stop sequence (repeatable)");
     cmd->add_flag("-v,--verbose", o->verbose, "Token counts and timing on stderr");
+    cmd->add_option("--timeout", o->timeout, "Seconds the server may stay silent (a long prompt's prefill, a stall) before giving up (default 300; at most a day)")
+        ->check(CLI::Range(0.001, 86400.0));
     cmd->callback([o] {
         try {
             complete(*o);

@@ -27,6 +27,7 @@ struct EditOptions {
     std::string test;
     int max_tokens = 0;
     size_t max_bytes = 1 << 20;
+    double timeout = client::HttpClient::kDefaultIdleTimeout;
 };
 
 constexpr const char* kInstructions =
@@ -59,7 +60,7 @@ int edit(const EditOptions& o) {
     std::string key = o.api_key;
     if (key.empty())
         if (const char* k = std::getenv("FLINT_API_KEY")) key = k;
-    HttpClient http(parse_url(o.url), true);
+    HttpClient http(parse_url(o.url), true, o.timeout);
     json body = {{"input", json::array({message_item("user", "File " + fs::path(o.file).filename().string() + ":\n```\n" +
                                                                  original.text + "```\n\nInstruction: " + o.instruction)})},
                  {"instructions", kInstructions},
@@ -127,6 +128,8 @@ void register_edit(CLI::App& app) {
     cmd->add_option("--test", o->test, "Shell command to run after writing (exit 4 when it fails)");
     cmd->add_option("-n,--max-tokens", o->max_tokens, "Most tokens for the new version (default: the server's budget)")->check(CLI::Range(0, 1 << 20));
     cmd->add_flag("-q,--quiet", o->quiet, "Do not stream the new version (only the diff)");
+    cmd->add_option("--timeout", o->timeout, "Seconds the server may stay silent (a long prompt's prefill, a stall) before giving up (default 300; at most a day)")
+        ->check(CLI::Range(0.001, 86400.0));
     cmd->callback([o] {
         try {
             int rc = edit(*o);

@@ -1,9 +1,13 @@
 #include "client/http_client.h"
 
+#include <algorithm>
 #include <array>
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <limits>
+
+#include <poll.h>
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -19,11 +23,57 @@ namespace net = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = net::ip::tcp;
+
+// The socket as Beast reads and writes it, with a wait of at most idle_ms for it to become readable (or
+// writable) before each read (or write), so a server that goes silent, mid-reply too, ends the request
+// with timed_out instead of holding it forever. (SO_RCVTIMEO would not do: Asio's blocking read polls
+// again, without a limit, when recv() gives up.)
+class IdleLimitedSocket {
+public:
+    using executor_type = tcp::socket::executor_type;
+    IdleLimitedSocket(tcp::socket& s, int idle_ms) : s_(s), idle_ms_(idle_ms) {}
+    executor_type get_executor() { return s_.get_executor(); }
+
+    template <typename Buffers>
+    size_t read_some(const Buffers& b, boost::system::error_code& ec) {
+        return wait(POLLIN, ec) ? s_.read_some(b, ec) : 0;
+    }
+    template <typename Buffers>
+    size_t write_some(const Buffers& b, boost::system::error_code& ec) {
+        return wait(POLLOUT, ec) ? s_.write_some(b, ec) : 0;
+    }
+    template <typename Buffers>
+    size_t read_some(const Buffers& b) { return throwing([&](auto& ec) { return read_some(b, ec); }); }
+    template <typename Buffers>
+    size_t write_some(const Buffers& b) { return throwing([&](auto& ec) { return write_some(b, ec); }); }
+
+private:
+    bool wait(short events, boost::system::error_code& ec) {
+        pollfd p{s_.native_handle(), events, 0};
+        int r;
+        do r = ::poll(&p, 1, idle_ms_);
+        while (r < 0 && errno == EINTR);
+        if (r == 0) ec = net::error::timed_out;
+        else if (r < 0) ec = boost::system::error_code(errno, boost::system::system_category());
+        return r > 0;
+    }
+    template <typename Op>
+    size_t throwing(Op op) {
+        boost::system::error_code ec;
+        const size_t n = op(ec);
+        if (ec) throw boost::system::system_error(ec);
+        return n;
+    }
+    tcp::socket& s_;
+    int idle_ms_;
+};
+
 }  // namespace
 
 struct HttpClient::Impl {
     Url server;
     bool keep_alive;
+    double idle_timeout_s;
     net::io_context io;
     beast::tcp_stream stream{io};
     beast::flat_buffer buf;
@@ -54,20 +104,28 @@ struct HttpClient::Impl {
     }
 
     // One attempt; returns false when a reused connection turned out to be closed before any reply.
+    [[noreturn]] void silent() {
+        fail("the server at ", server.host, ":", server.port, " sent nothing for ", idle_timeout_s,
+             " s (busy with a long prompt, or stuck)");
+    }
+
     bool attempt(const http::request<http::string_body>& req, HttpResponse& out,
                  const std::function<void(std::string_view)>& on_data, bool reused) {
+        IdleLimitedSocket sock(stream.socket(), static_cast<int>(std::min(idle_timeout_s * 1000.0, 2e9)));
         boost::system::error_code ec;
-        http::write(stream.socket(), req, ec);
+        http::write(sock, req, ec);
         if (ec) {
             disconnect();
+            if (ec == net::error::timed_out) silent();
             if (reused) return false;
             fail("sending the request failed: ", ec.message());
         }
         http::response_parser<http::buffer_body> p;
         p.body_limit(std::numeric_limits<std::uint64_t>::max());  // not boost::none: Boost 1.74 compares len_ > none as true
-        http::read_header(stream.socket(), buf, p, ec);
+        http::read_header(sock, buf, p, ec);
         if (ec) {
             disconnect();
+            if (ec == net::error::timed_out) silent();
             if (reused && (ec == http::error::end_of_stream || ec == net::error::eof || ec == net::error::connection_reset))
                 return false;
             fail("reading the reply failed: ", ec.message());
@@ -82,10 +140,11 @@ struct HttpClient::Impl {
         while (!p.is_done()) {
             p.get().body().data = chunk.data();
             p.get().body().size = chunk.size();
-            http::read_some(stream.socket(), buf, p, ec);
+            http::read_some(sock, buf, p, ec);
             if (ec == http::error::need_buffer) ec = {};
             if (ec) {
                 disconnect();
+                if (ec == net::error::timed_out) silent();
                 fail("the connection broke while reading the reply: ", ec.message());
             }
             const size_t n = chunk.size() - p.get().body().size;
@@ -98,9 +157,11 @@ struct HttpClient::Impl {
     }
 };
 
-HttpClient::HttpClient(Url server, bool keep_alive) : impl_(std::make_unique<Impl>()) {
+HttpClient::HttpClient(Url server, bool keep_alive, double idle_timeout_s) : impl_(std::make_unique<Impl>()) {
+    if (!(idle_timeout_s > 0)) fail("the idle timeout must be a positive number of seconds, not ", idle_timeout_s);
     impl_->server = std::move(server);
     impl_->keep_alive = keep_alive;
+    impl_->idle_timeout_s = idle_timeout_s;
 }
 
 HttpClient::~HttpClient() {

@@ -24,14 +24,18 @@ struct HttpResponse {
 class HttpClient {
 public:
     // keep_alive=false: a fresh TCP connection for every request (what a naive client does).
-    HttpClient(Url server, bool keep_alive = true);
+    // idle_timeout_s: the longest the server may stay silent — while the request is being sent, before its
+    // reply starts (a long prompt's prefill) and between pieces of it — before request() gives up.
+    static constexpr double kDefaultIdleTimeout = 300;
+    HttpClient(Url server, bool keep_alive = true, double idle_timeout_s = kDefaultIdleTimeout);
     ~HttpClient();
     HttpClient(const HttpClient&) = delete;
     HttpClient& operator=(const HttpClient&) = delete;
 
     // Sends one request. With on_data, each piece of the (de-chunked) body is handed over as soon as it
     // arrives and HttpResponse::body stays empty. Throws flint::Error when the server cannot be reached
-    // ("connection refused: is `flint serve` running?") or the connection breaks.
+    // ("connection refused: is `flint serve` running?"), the connection breaks, or the server is silent
+    // for longer than the idle timeout.
     HttpResponse request(const std::string& method, const std::string& target, const std::string& body,
                          const Headers& headers = {}, const std::function<void(std::string_view)>& on_data = {});
 

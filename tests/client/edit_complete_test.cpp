@@ -214,5 +214,36 @@ TEST(CompleteReply, AUsageOfTheWrongShapeStillGivesTheCompletion) {
     fs::remove_all(dir);
 }
 
+// A server that accepts and then says nothing (or stops partway through its reply) must not hold the
+// command forever: after --timeout seconds of silence it fails with a message, and edit leaves the file alone.
+TEST(ClientTimeout, ASilentServerEndsTheCommandAfterTheIdleTimeout) {
+    const std::string dir = temp_dir("client-timeout");
+    write_file(dir + "/a.py", "x = 1\n");
+    const std::string reply = R"({"choices":[{"text":"pass"}]})";
+    for (size_t stall_after : {size_t(0), size_t(20), size_t(100)}) {  // nothing; mid-header; mid-body
+        CannedHttpServer s(reply, stall_after);
+        auto r = run_flint("complete " + dir + "/a.py:1:1 --timeout 1 --url " + s.url(), dir + "/err.txt");
+        const std::string err = read_text(dir + "/err.txt");
+        EXPECT_NE(r.exit_code, 0) << stall_after;
+        EXPECT_EQ(r.out, "") << stall_after;
+        EXPECT_NE(err.find("sent nothing for 1 s"), std::string::npos) << stall_after << ": " << err;
+    }
+    {
+        CannedHttpServer s("", 0);
+        auto r = run_flint("edit " + dir + "/a.py 'rename x' --yes --timeout 0.5 --url " + s.url(), dir + "/err.txt");
+        const std::string err = read_text(dir + "/err.txt");
+        EXPECT_NE(r.exit_code, 0);
+        EXPECT_NE(err.find("sent nothing for 0.5 s"), std::string::npos) << err;
+        EXPECT_EQ(read_text(dir + "/a.py"), "x = 1\n");
+        EXPECT_FALSE(fs::exists(dir + "/a.py.orig"));
+    }
+    for (const char* bad : {"0", "-1", "soon"}) {
+        auto r = run_flint("complete " + dir + "/a.py:1:1 --timeout " + bad, dir + "/err.txt");
+        EXPECT_NE(r.exit_code, 0) << bad;
+        EXPECT_NE(read_text(dir + "/err.txt").find("--timeout"), std::string::npos) << bad << ": " << read_text(dir + "/err.txt");
+    }
+    fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace flint::test

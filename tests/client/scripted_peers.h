@@ -2,12 +2,14 @@
 // peer that runs a script on its one connection, and an HTTP server of one canned exchange. Each runs on
 // its own thread and listens on a free port of 127.0.0.1.
 #pragma once
+#include <algorithm>
 #include <exception>
 #include <string>
 #include <thread>
 #include <utility>  // before Boost: 1.74's awaitable.hpp uses std::exchange without including it
 
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/websocket.hpp>
@@ -41,24 +43,29 @@ private:
     std::thread thread_;
 };
 
-// Answers the first HTTP request with `body` (200, JSON), then closes.
+// Answers the first HTTP request with `body` (200, JSON), then closes. With stall_after, only that many
+// bytes of the reply go out (0: none), and the server then says nothing more until the client hangs up.
 class CannedHttpServer {
 public:
-    explicit CannedHttpServer(std::string body) : acceptor_(io_, {boost::asio::ip::make_address("127.0.0.1"), 0}) {
+    static constexpr size_t kWhole = static_cast<size_t>(-1);
+    explicit CannedHttpServer(std::string body, size_t stall_after = kWhole)
+        : acceptor_(io_, {boost::asio::ip::make_address("127.0.0.1"), 0}) {
         namespace http = boost::beast::http;
         port_ = acceptor_.local_endpoint().port();
-        thread_ = std::thread([this, body = std::move(body)] {
+        thread_ = std::thread([this, body = std::move(body), stall_after] {
             try {
                 boost::asio::ip::tcp::socket s(io_);
                 acceptor_.accept(s);
                 boost::beast::flat_buffer buf;
                 http::request<http::string_body> req;
                 http::read(s, buf, req);
-                http::response<http::string_body> res{http::status::ok, 11};
-                res.set(http::field::content_type, "application/json");
-                res.body() = body;
-                res.prepare_payload();
-                http::write(s, res);
+                const std::string reply = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
+                                          std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+                boost::asio::write(s, boost::asio::buffer(reply.data(), std::min(stall_after, reply.size())));
+                if (stall_after < reply.size()) {
+                    char c;
+                    s.read_some(boost::asio::buffer(&c, 1));  // until the client hangs up (throws at EOF)
+                }
             } catch (const std::exception&) {
                 // the client went away: the test's own checks say what it got
             }

@@ -235,32 +235,32 @@ TEST(ChatErrors, StrayFramesOfAnyShapeBetweenTurnsAreIgnored) {
     const std::string dir = temp_dir("chat-stray");
     write_file(dir + "/in.txt", "one\ntwo\n");
     std::string second_request;
-    WsPeer peer([&](PeerSocket& ws) {
-        auto answer = [&](const std::string& id, const std::string& text) {
-            boost::beast::flat_buffer buf;
-            ws.read(buf);
-            const std::string req = boost::beast::buffers_to_string(buf.data());
-            ws.text(true);
-            for (const std::string& ev :
-                 {R"({"type":"response.created","response":{"id":")" + id + R"(","status":"in_progress"}})",
-                  R"({"type":"response.output_text.delta","delta":")" + text + R"("})",
-                  R"({"type":"response.completed","response":{"id":")" + id + R"(","status":"completed"}})"})
-                ws.write(boost::asio::buffer(ev));
-            return req;
-        };
-        try {
+    CommandResult r;
+    {
+        WsPeer peer([&](PeerSocket& ws) {
+            auto answer = [&](const std::string& id, const std::string& text) {
+                boost::beast::flat_buffer buf;
+                ws.read(buf);
+                const std::string req = boost::beast::buffers_to_string(buf.data());
+                ws.text(true);
+                for (const std::string& ev :
+                     {R"({"type":"response.created","response":{"id":")" + id + R"(","status":"in_progress"}})",
+                      R"({"type":"response.output_text.delta","delta":")" + text + R"("})",
+                      R"({"type":"response.completed","response":{"id":")" + id + R"(","status":"completed"}})"})
+                    ws.write(boost::asio::buffer(ev));
+                return req;
+            };
             answer("resp_1", "hi");
             // Sent with the first answer's last frame, so they wait in the socket for the next prompt.
             for (const std::string stray : {R"({"type":5})", R"({"type":null,"error":1})", "[1,2]", "\"error\"", "not json"})
                 ws.write(boost::asio::buffer(stray));
             second_request = answer("resp_2", "there");
             boost::beast::flat_buffer buf;
-            ws.read(buf);  // until the client closes
-        } catch (const std::exception&) {
-        }
-    });
-    auto r = run_flint("chat --url ws://127.0.0.1:" + std::to_string(peer.port()) + "/v1/responses <" + dir + "/in.txt",
-                       dir + "/err.txt");
+            ws.read(buf);  // until the client closes (the peer ends on the exception)
+        });
+        r = run_flint("chat --url ws://127.0.0.1:" + std::to_string(peer.port()) + "/v1/responses <" + dir + "/in.txt",
+                      dir + "/err.txt");
+    }  // the peer's thread has ended: second_request can be read
     const std::string err = read_text(dir + "/err.txt");
     EXPECT_EQ(r.exit_code, 0) << err;
     EXPECT_NE(r.out.find("hi"), std::string::npos) << r.out << err;

@@ -18,20 +18,39 @@ namespace flint::test {
 
 using PeerSocket = boost::beast::websocket::stream<boost::asio::ip::tcp::socket>;
 
-// Accepts one WebSocket client, then runs `script(ws)`. The destructor waits for the script to end.
+// Connects to the acceptor once, so that an accept() no client reached returns (and the peer's thread ends).
+inline void release_accept(boost::asio::ip::tcp::acceptor& acceptor) {
+    try {
+        boost::asio::io_context io;
+        boost::asio::ip::tcp::socket poke(io);
+        poke.connect(acceptor.local_endpoint());
+    } catch (const std::exception&) {
+    }
+}
+
+// Accepts one WebSocket client, then runs `script(ws)`. The destructor waits for the script to end, so what
+// the script wrote may be read after it (not before: the peer runs on its own thread). An exception ends
+// the script quietly: the test's own checks say what the client got.
 class WsPeer {
 public:
     template <typename Script>
     explicit WsPeer(Script script) : acceptor_(io_, {boost::asio::ip::make_address("127.0.0.1"), 0}) {
         port_ = acceptor_.local_endpoint().port();
         thread_ = std::thread([this, script] {
-            PeerSocket ws(io_);
-            acceptor_.accept(ws.next_layer());
-            ws.accept();
-            script(ws);
+            try {
+                PeerSocket ws(io_);
+                acceptor_.accept(ws.next_layer());
+                ws.accept();
+                script(ws);
+            } catch (const std::exception&) {
+                // the client went away, or never came (the destructor's connection)
+            }
         });
     }
-    ~WsPeer() { thread_.join(); }
+    ~WsPeer() {
+        release_accept(acceptor_);
+        thread_.join();
+    }
     WsPeer(const WsPeer&) = delete;
     WsPeer& operator=(const WsPeer&) = delete;
     int port() const { return port_; }
@@ -72,12 +91,7 @@ public:
         });
     }
     ~CannedHttpServer() {
-        try {  // releases an accept() that no client reached
-            boost::asio::io_context io;
-            boost::asio::ip::tcp::socket poke(io);
-            poke.connect(acceptor_.local_endpoint());
-        } catch (const std::exception&) {
-        }
+        release_accept(acceptor_);
         thread_.join();
     }
     CannedHttpServer(const CannedHttpServer&) = delete;

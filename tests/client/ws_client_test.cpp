@@ -82,44 +82,46 @@ TEST(WsClient, FramesOfEveryLengthFormFragmentsPingsAndTheServersClose) {
     };
     std::string pong_payload;
     std::vector<size_t> peer_got;
-    test::WsPeer peer([&](beast::websocket::stream<tcp::socket>& ws) {
-        ws.control_callback([&](beast::websocket::frame_type kind, beast::string_view payload) {
-            if (kind == beast::websocket::frame_type::pong) pong_payload = std::string(payload);
+    {
+        test::WsPeer peer([&](beast::websocket::stream<tcp::socket>& ws) {
+            ws.control_callback([&](beast::websocket::frame_type kind, beast::string_view payload) {
+                if (kind == beast::websocket::frame_type::pong) pong_payload = std::string(payload);
+            });
+            beast::flat_buffer buf;
+            for (size_t i = 0; i < sizes.size(); ++i) {  // the client's messages, echoed
+                ws.read(buf);
+                const std::string got = beast::buffers_to_string(buf.data());
+                buf.consume(buf.size());
+                peer_got.push_back(got == body(got.size()) ? got.size() : size_t(-1));
+                ws.text(true);
+                ws.write(net::buffer(got));
+            }
+            ws.ping("are you there");
+            ws.auto_fragment(false);
+            ws.write_some(false, net::buffer(std::string("frag")));  // first fragment, a ping, the rest
+            ws.ping("mid-message");
+            ws.write_some(true, net::buffer(std::string("mented")));
+            ws.read(buf);  // the client's "bye"; its pongs were handled by this read
+            ws.close(beast::websocket::close_reason(beast::websocket::close_code::policy_error, "time is up"));
         });
-        beast::flat_buffer buf;
-        for (size_t i = 0; i < sizes.size(); ++i) {  // the client's messages, echoed
-            ws.read(buf);
-            const std::string got = beast::buffers_to_string(buf.data());
-            buf.consume(buf.size());
-            peer_got.push_back(got == body(got.size()) ? got.size() : size_t(-1));
-            ws.text(true);
-            ws.write(net::buffer(got));
+        WsClient c;
+        c.connect(peer_url(peer), {});
+        for (size_t n : sizes) {
+            c.send(body(n));
+            auto f = c.next(5000);
+            ASSERT_TRUE(f) << n << ": " << c.close_reason();
+            EXPECT_EQ(f->text.size(), n);
+            EXPECT_TRUE(f->text == body(n)) << "echo of " << n << " bytes differs";
         }
-        ws.ping("are you there");
-        ws.auto_fragment(false);
-        ws.write_some(false, net::buffer(std::string("frag")));  // first fragment, a ping, the rest
-        ws.ping("mid-message");
-        ws.write_some(true, net::buffer(std::string("mented")));
-        ws.read(buf);  // the client's "bye"; its pongs were handled by this read
-        ws.close(beast::websocket::close_reason(beast::websocket::close_code::policy_error, "time is up"));
-    });
-    WsClient c;
-    c.connect(peer_url(peer), {});
-    for (size_t n : sizes) {
-        c.send(body(n));
         auto f = c.next(5000);
-        ASSERT_TRUE(f) << n << ": " << c.close_reason();
-        EXPECT_EQ(f->text.size(), n);
-        EXPECT_TRUE(f->text == body(n)) << "echo of " << n << " bytes differs";
-    }
-    auto f = c.next(5000);
-    ASSERT_TRUE(f) << c.close_reason();
-    EXPECT_EQ(f->text, "fragmented");
-    c.send("bye");
-    EXPECT_FALSE(c.next(5000));
-    EXPECT_FALSE(c.is_open());
-    EXPECT_EQ(c.close_reason(), "the server closed the connection: time is up");
-    c.close();
+        ASSERT_TRUE(f) << c.close_reason();
+        EXPECT_EQ(f->text, "fragmented");
+        c.send("bye");
+        EXPECT_FALSE(c.next(5000));
+        EXPECT_FALSE(c.is_open());
+        EXPECT_EQ(c.close_reason(), "the server closed the connection: time is up");
+        c.close();
+    }  // the peer's thread has ended: what it recorded can be read
     EXPECT_EQ(peer_got, sizes) << "the peer read what the client sent, byte for byte";
     EXPECT_EQ(pong_payload, "mid-message");
 }

@@ -103,20 +103,22 @@ struct HttpClient::Impl {
         connected = false;
     }
 
-    // One attempt; returns false when a reused connection turned out to be closed before any reply.
-    [[noreturn]] void silent() {
-        fail("the server at ", server.host, ":", server.port, " sent nothing for ", idle_timeout_s,
-             " s (busy with a long prompt, or stuck)");
+    // After a failed read or write: the connection is closed, and a timeout is reported as the server's silence.
+    void broke(const boost::system::error_code& ec) {
+        disconnect();
+        if (ec == net::error::timed_out)
+            fail("the server at ", server.host, ":", server.port, " sent nothing for ", idle_timeout_s,
+                 " s (busy with a long prompt, or stuck)");
     }
 
+    // One attempt; returns false when a reused connection turned out to be closed before any reply.
     bool attempt(const http::request<http::string_body>& req, HttpResponse& out,
                  const std::function<void(std::string_view)>& on_data, bool reused) {
         IdleLimitedSocket sock(stream.socket(), static_cast<int>(std::min(idle_timeout_s * 1000.0, 2e9)));
         boost::system::error_code ec;
         http::write(sock, req, ec);
         if (ec) {
-            disconnect();
-            if (ec == net::error::timed_out) silent();
+            broke(ec);
             if (reused) return false;
             fail("sending the request failed: ", ec.message());
         }
@@ -124,8 +126,7 @@ struct HttpClient::Impl {
         p.body_limit(std::numeric_limits<std::uint64_t>::max());  // not boost::none: Boost 1.74 compares len_ > none as true
         http::read_header(sock, buf, p, ec);
         if (ec) {
-            disconnect();
-            if (ec == net::error::timed_out) silent();
+            broke(ec);
             if (reused && (ec == http::error::end_of_stream || ec == net::error::eof || ec == net::error::connection_reset))
                 return false;
             fail("reading the reply failed: ", ec.message());
@@ -143,8 +144,7 @@ struct HttpClient::Impl {
             http::read_some(sock, buf, p, ec);
             if (ec == http::error::need_buffer) ec = {};
             if (ec) {
-                disconnect();
-                if (ec == net::error::timed_out) silent();
+                broke(ec);
                 fail("the connection broke while reading the reply: ", ec.message());
             }
             const size_t n = chunk.size() - p.get().body().size;

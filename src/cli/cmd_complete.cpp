@@ -116,8 +116,7 @@ void register_complete(CLI::App& app) {
     cmd->add_option("--temp", o->temperature, "Sampling temperature (default 0: greedy)")->check(CLI::Range(0.0, 2.0));
     cmd->add_option("--stop", o->stop, "Stop sequence (repeatable)");
     cmd->add_flag("-v,--verbose", o->verbose, "Token counts and timing on stderr");
-    cmd->add_option("--timeout", o->timeout, "Seconds the server may stay silent (a long prompt's prefill, a stall) before giving up (default 300; at most a day)")
-        ->check(CLI::Range(0.001, 86400.0));
+    add_timeout_option(cmd, o->timeout);
     cmd->callback([o] {
         try {
             complete(*o);

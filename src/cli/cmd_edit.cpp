@@ -128,8 +128,7 @@ void register_edit(CLI::App& app) {
     cmd->add_option("--test", o->test, "Shell command to run after writing (exit 4 when it fails)");
     cmd->add_option("-n,--max-tokens", o->max_tokens, "Most tokens for the new version (default: the server's budget)")->check(CLI::Range(0, 1 << 20));
     cmd->add_flag("-q,--quiet", o->quiet, "Do not stream the new version (only the diff)");
-    cmd->add_option("--timeout", o->timeout, "Seconds the server may stay silent (a long prompt's prefill, a stall) before giving up (default 300; at most a day)")
-        ->check(CLI::Range(0.001, 86400.0));
+    add_timeout_option(cmd, o->timeout);
     cmd->callback([o] {
         try {
             int rc = edit(*o);

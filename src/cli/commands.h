@@ -20,6 +20,12 @@ void register_edit(CLI::App& app);      // cmd_edit.cpp
 void register_complete(CLI::App& app);  // cmd_complete.cpp
 void register_bench_latency(CLI::App& bench);   // bench_latency.cpp
 
+// --timeout on the client commands that talk HTTP (edit, complete): the longest the server may stay silent.
+inline void add_timeout_option(CLI::App* cmd, double& seconds) {
+    cmd->add_option("--timeout", seconds, "Seconds the server may stay silent (a long prompt's prefill, a stall) before giving up (default 300; at most a day)")
+        ->check(CLI::Range(0.001, 86400.0));
+}
+
 // The model flint uses when none is given: ../shared/models/stories260K.gguf next to the source tree,
 // or beside the working directory.
 std::string default_model_path();

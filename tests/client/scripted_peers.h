@@ -4,6 +4,7 @@
 #pragma once
 #include <algorithm>
 #include <exception>
+#include <functional>
 #include <string>
 #include <thread>
 #include <utility>  // before Boost: 1.74's awaitable.hpp uses std::exchange without including it
@@ -18,91 +19,75 @@ namespace flint::test {
 
 using PeerSocket = boost::beast::websocket::stream<boost::asio::ip::tcp::socket>;
 
-// Connects to the acceptor once, so that an accept() no client reached returns (and the peer's thread ends).
-inline void release_accept(boost::asio::ip::tcp::acceptor& acceptor) {
-    try {
-        boost::asio::io_context io;
-        boost::asio::ip::tcp::socket poke(io);
-        poke.connect(acceptor.local_endpoint());
-    } catch (const std::exception&) {
-    }
-}
-
-// Accepts one WebSocket client, then runs `script(ws)`. The destructor waits for the script to end, so what
-// the script wrote may be read after it (not before: the peer runs on its own thread). An exception ends
-// the script quietly: the test's own checks say what the client got.
-class WsPeer {
+// A listener on a free port of 127.0.0.1 whose first connection `serve` handles on its own thread. The
+// destructor waits for `serve` to end (after connecting to itself, so that an accept() no client reached
+// returns), so what `serve` wrote may be read after it, not before. An exception ends `serve` quietly: the
+// client went away, or never came; the test's own checks say what the client got.
+class OneConnectionServer {
 public:
-    template <typename Script>
-    explicit WsPeer(Script script) : acceptor_(io_, {boost::asio::ip::make_address("127.0.0.1"), 0}) {
-        port_ = acceptor_.local_endpoint().port();
-        thread_ = std::thread([this, script] {
+    explicit OneConnectionServer(std::function<void(boost::asio::ip::tcp::socket&)> serve)
+        : acceptor_(io_, {boost::asio::ip::make_address("127.0.0.1"), 0}), port_(acceptor_.local_endpoint().port()) {
+        thread_ = std::thread([this, serve = std::move(serve)] {
             try {
-                PeerSocket ws(io_);
-                acceptor_.accept(ws.next_layer());
-                ws.accept();
-                script(ws);
+                boost::asio::ip::tcp::socket s(io_);
+                acceptor_.accept(s);
+                serve(s);
             } catch (const std::exception&) {
-                // the client went away, or never came (the destructor's connection)
             }
         });
     }
-    ~WsPeer() {
-        release_accept(acceptor_);
+    ~OneConnectionServer() {
+        try {
+            boost::asio::io_context io;
+            boost::asio::ip::tcp::socket poke(io);
+            poke.connect(acceptor_.local_endpoint());
+        } catch (const std::exception&) {
+        }
         thread_.join();
     }
-    WsPeer(const WsPeer&) = delete;
-    WsPeer& operator=(const WsPeer&) = delete;
+    OneConnectionServer(const OneConnectionServer&) = delete;
+    OneConnectionServer& operator=(const OneConnectionServer&) = delete;
     int port() const { return port_; }
 
 private:
     boost::asio::io_context io_;
     boost::asio::ip::tcp::acceptor acceptor_;
-    int port_ = 0;
+    int port_;
     std::thread thread_;
+};
+
+// Accepts one WebSocket client, then runs `script(ws)`.
+class WsPeer : public OneConnectionServer {
+public:
+    template <typename Script>
+    explicit WsPeer(Script script)
+        : OneConnectionServer([script](boost::asio::ip::tcp::socket& s) {
+              PeerSocket ws(std::move(s));
+              ws.accept();
+              script(ws);
+          }) {}
 };
 
 // Answers the first HTTP request with `body` (200, JSON), then closes. With stall_after, only that many
 // bytes of the reply go out (0: none), and the server then says nothing more until the client hangs up.
-class CannedHttpServer {
+class CannedHttpServer : public OneConnectionServer {
 public:
     static constexpr size_t kWhole = static_cast<size_t>(-1);
     explicit CannedHttpServer(std::string body, size_t stall_after = kWhole)
-        : acceptor_(io_, {boost::asio::ip::make_address("127.0.0.1"), 0}) {
-        namespace http = boost::beast::http;
-        port_ = acceptor_.local_endpoint().port();
-        thread_ = std::thread([this, body = std::move(body), stall_after] {
-            try {
-                boost::asio::ip::tcp::socket s(io_);
-                acceptor_.accept(s);
-                boost::beast::flat_buffer buf;
-                http::request<http::string_body> req;
-                http::read(s, buf, req);
-                const std::string reply = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
-                                          std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
-                boost::asio::write(s, boost::asio::buffer(reply.data(), std::min(stall_after, reply.size())));
-                if (stall_after < reply.size()) {
-                    char c;
-                    s.read_some(boost::asio::buffer(&c, 1));  // until the client hangs up (throws at EOF)
-                }
-            } catch (const std::exception&) {
-                // the client went away: the test's own checks say what it got
-            }
-        });
-    }
-    ~CannedHttpServer() {
-        release_accept(acceptor_);
-        thread_.join();
-    }
-    CannedHttpServer(const CannedHttpServer&) = delete;
-    CannedHttpServer& operator=(const CannedHttpServer&) = delete;
-    std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
-
-private:
-    boost::asio::io_context io_;
-    boost::asio::ip::tcp::acceptor acceptor_;
-    int port_ = 0;
-    std::thread thread_;
+        : OneConnectionServer([body = std::move(body), stall_after](boost::asio::ip::tcp::socket& s) {
+              namespace http = boost::beast::http;
+              boost::beast::flat_buffer buf;
+              http::request<http::string_body> req;
+              http::read(s, buf, req);
+              const std::string reply = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
+                                        std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+              boost::asio::write(s, boost::asio::buffer(reply.data(), std::min(stall_after, reply.size())));
+              if (stall_after < reply.size()) {
+                  char c;
+                  s.read_some(boost::asio::buffer(&c, 1));  // until the client hangs up (throws at EOF)
+              }
+          }) {}
+    std::string url() const { return "http://127.0.0.1:" + std::to_string(port()); }
 };
 
 }  // namespace flint::test

@@ -4,8 +4,6 @@
 #include <array>
 #include <cerrno>
 #include <chrono>
-#include <cstdint>
-#include <limits>
 
 #include <poll.h>
 
@@ -74,6 +72,7 @@ struct HttpClient::Impl {
     Url server;
     bool keep_alive;
     double idle_timeout_s;
+    size_t max_body;
     net::io_context io;
     beast::tcp_stream stream{io};
     beast::flat_buffer buf;
@@ -111,6 +110,11 @@ struct HttpClient::Impl {
                  " s (busy with a long prompt, or stuck)");
     }
 
+    [[noreturn]] void too_large() const {
+        fail("the server at ", server.host, ":", server.port, " sent a reply of more than ", max_body,
+             " bytes (the client's limit); refused");
+    }
+
     // One attempt; returns false when a reused connection turned out to be closed before any reply.
     bool attempt(const http::request<http::string_body>& req, HttpResponse& out,
                  const std::function<void(std::string_view)>& on_data, bool reused) {
@@ -123,10 +127,11 @@ struct HttpClient::Impl {
             fail("sending the request failed: ", ec.message());
         }
         http::response_parser<http::buffer_body> p;
-        p.body_limit(std::numeric_limits<std::uint64_t>::max());  // not boost::none: Boost 1.74 compares len_ > none as true
+        p.body_limit(max_body);  // a number, not boost::none: Boost 1.74 compares len_ > none as true
         http::read_header(sock, buf, p, ec);
         if (ec) {
             broke(ec);
+            if (ec == http::error::body_limit) too_large();
             if (reused && (ec == http::error::end_of_stream || ec == net::error::eof || ec == net::error::connection_reset))
                 return false;
             fail("reading the reply failed: ", ec.message());
@@ -145,6 +150,7 @@ struct HttpClient::Impl {
             if (ec == http::error::need_buffer) ec = {};
             if (ec) {
                 broke(ec);
+                if (ec == http::error::body_limit) too_large();
                 fail("the connection broke while reading the reply: ", ec.message());
             }
             const size_t n = chunk.size() - p.get().body().size;
@@ -157,11 +163,14 @@ struct HttpClient::Impl {
     }
 };
 
-HttpClient::HttpClient(Url server, bool keep_alive, double idle_timeout_s) : impl_(std::make_unique<Impl>()) {
+HttpClient::HttpClient(Url server, bool keep_alive, double idle_timeout_s, size_t max_body)
+    : impl_(std::make_unique<Impl>()) {
     if (!(idle_timeout_s > 0)) fail("the idle timeout must be a positive number of seconds, not ", idle_timeout_s);
+    if (max_body == 0) fail("the reply size limit must be at least one byte");
     impl_->server = std::move(server);
     impl_->keep_alive = keep_alive;
     impl_->idle_timeout_s = idle_timeout_s;
+    impl_->max_body = max_body;
 }
 
 HttpClient::~HttpClient() {

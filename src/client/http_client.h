@@ -1,6 +1,7 @@
 // flint/client/http_client.h — a blocking HTTP/1.1 client (Beast) for one server: keep-alive or a new
 // connection per request, bodies read as they arrive (SSE), TCP_NODELAY. Beast stays in the .cpp.
 #pragma once
+#include <cstddef>
 #include <functional>
 #include <map>
 #include <memory>
@@ -26,8 +27,13 @@ public:
     // keep_alive=false: a fresh TCP connection for every request (what a naive client does).
     // idle_timeout_s: the longest the server may stay silent — while the request is being sent, before its
     // reply starts (a long prompt's prefill) and between pieces of it — before request() gives up.
+    // max_body: the most bytes of one reply's body the client takes, kept or streamed (the WebSocket
+    // client's message limit; a 128k-token stream's events are far less), so a hostile or broken server
+    // cannot fill the client's memory.
     static constexpr double kDefaultIdleTimeout = 300;
-    HttpClient(Url server, bool keep_alive = true, double idle_timeout_s = kDefaultIdleTimeout);
+    static constexpr size_t kDefaultMaxBody = size_t(256) << 20;
+    HttpClient(Url server, bool keep_alive = true, double idle_timeout_s = kDefaultIdleTimeout,
+               size_t max_body = kDefaultMaxBody);
     ~HttpClient();
     HttpClient(const HttpClient&) = delete;
     HttpClient& operator=(const HttpClient&) = delete;
@@ -35,7 +41,8 @@ public:
     // Sends one request. With on_data, each piece of the (de-chunked) body is handed over as soon as it
     // arrives and HttpResponse::body stays empty. Throws flint::Error when the server cannot be reached
     // ("connection refused: is `flint serve` running?"), the connection breaks, or the server is silent
-    // for longer than the idle timeout.
+    // for longer than the idle timeout, or the reply's body is larger than max_body (said by its
+    // Content-Length before any of it is read, or found on the way).
     HttpResponse request(const std::string& method, const std::string& target, const std::string& body,
                          const Headers& headers = {}, const std::function<void(std::string_view)>& on_data = {});
 

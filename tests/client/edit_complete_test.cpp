@@ -245,5 +245,24 @@ TEST(ClientTimeout, ASilentServerEndsTheCommandAfterTheIdleTimeout) {
     fs::remove_all(dir);
 }
 
+// A reply larger than the client takes (256 MiB; here a Content-Length that says so) ends the command
+// with a message before any of it is read, and edit leaves the file alone.
+TEST(ClientLimits, AReplyLargerThanTheClientTakesIsRefused) {
+    const std::string dir = temp_dir("client-limits");
+    write_file(dir + "/a.py", "x = 1\n");
+    const RawReply huge{"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: 300000000\r\n\r\ndata: {}\n\n"};
+    for (const std::string& cmd : {"complete " + dir + "/a.py:1:1", "edit " + dir + "/a.py 'rename x' --yes"}) {
+        CannedHttpServer s(huge);
+        auto r = run_flint(cmd + " --url " + s.url(), dir + "/err.txt");
+        const std::string err = read_text(dir + "/err.txt");
+        EXPECT_NE(r.exit_code, 0) << cmd;
+        EXPECT_EQ(r.out, "") << cmd;
+        EXPECT_NE(err.find("sent a reply of more than 268435456 bytes"), std::string::npos) << cmd << ": " << err;
+    }
+    EXPECT_EQ(read_text(dir + "/a.py"), "x = 1\n");
+    EXPECT_FALSE(fs::exists(dir + "/a.py.orig"));
+    fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace flint::test

@@ -68,19 +68,27 @@ public:
           }) {}
 };
 
-// Answers the first HTTP request with `body` (200, JSON), then closes. With stall_after, only that many
-// bytes of the reply go out (0: none), and the server then says nothing more until the client hangs up.
+// The whole reply an HTTP server sends, status line and headers included, byte for byte.
+struct RawReply {
+    std::string bytes;
+};
+
+// Answers the first HTTP request with `body` (200, JSON), then closes; or with a raw reply, for headers
+// and framings `flint serve` never sends. With stall_after, only that many bytes of the reply go out (0:
+// none), and the server then says nothing more until the client hangs up.
 class CannedHttpServer : public OneConnectionServer {
 public:
     static constexpr size_t kWhole = static_cast<size_t>(-1);
     explicit CannedHttpServer(std::string body, size_t stall_after = kWhole)
-        : OneConnectionServer([body = std::move(body), stall_after](boost::asio::ip::tcp::socket& s) {
+        : CannedHttpServer(RawReply{"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
+                                    std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body},
+                           stall_after) {}
+    explicit CannedHttpServer(RawReply reply, size_t stall_after = kWhole)
+        : OneConnectionServer([reply = std::move(reply.bytes), stall_after](boost::asio::ip::tcp::socket& s) {
               namespace http = boost::beast::http;
               boost::beast::flat_buffer buf;
               http::request<http::string_body> req;
               http::read(s, buf, req);
-              const std::string reply = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
-                                        std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
               boost::asio::write(s, boost::asio::buffer(reply.data(), std::min(stall_after, reply.size())));
               if (stall_after < reply.size()) {
                   char c;

@@ -219,7 +219,7 @@ TEST(TokenizerApi, AMalformedSpmByteTokenIsAClearError) {
     auto spm = [](const std::string& byte_token) {
         return GgufBuilder()
             .kv_str("tokenizer.ggml.model", "llama")
-            .kv_strs("tokenizer.ggml.tokens", {"<unk>", byte_token, "\xE2\x96\x81a"})
+            .kv_strs("tokenizer.ggml.tokens", {"<unk>", byte_token, "\xE2\x96\x81" "a"})
             .kv_i32s("tokenizer.ggml.token_type", {2, 6, 1})
             .bytes();
     };

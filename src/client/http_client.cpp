@@ -102,17 +102,16 @@ struct HttpClient::Impl {
         connected = false;
     }
 
-    // After a failed read or write: the connection is closed, and a timeout is reported as the server's silence.
+    // After a failed read or write: the connection is closed; a timeout is reported as the server's silence,
+    // and a body over max_body (Beast's body_limit) as too large.
     void broke(const boost::system::error_code& ec) {
         disconnect();
         if (ec == net::error::timed_out)
             fail("the server at ", server.host, ":", server.port, " sent nothing for ", idle_timeout_s,
                  " s (busy with a long prompt, or stuck)");
-    }
-
-    [[noreturn]] void too_large() const {
-        fail("the server at ", server.host, ":", server.port, " sent a reply of more than ", max_body,
-             " bytes (the client's limit); refused");
+        if (ec == http::error::body_limit)
+            fail("the server at ", server.host, ":", server.port, " sent a reply of more than ", max_body,
+                 " bytes (the client's limit); refused");
     }
 
     // One attempt; returns false when a reused connection turned out to be closed before any reply.
@@ -131,7 +130,6 @@ struct HttpClient::Impl {
         http::read_header(sock, buf, p, ec);
         if (ec) {
             broke(ec);
-            if (ec == http::error::body_limit) too_large();
             if (reused && (ec == http::error::end_of_stream || ec == net::error::eof || ec == net::error::connection_reset))
                 return false;
             fail("reading the reply failed: ", ec.message());
@@ -150,8 +148,7 @@ struct HttpClient::Impl {
             if (ec == http::error::need_buffer) ec = {};
             if (ec) {
                 broke(ec);
-                if (ec == http::error::body_limit) too_large();
-                fail("the connection broke while reading the reply: ", ec.message());
+                    fail("the connection broke while reading the reply: ", ec.message());
             }
             const size_t n = chunk.size() - p.get().body().size;
             if (n == 0) continue;

@@ -30,7 +30,7 @@ namespace http = beast::http;
 using tcp = net::ip::tcp;
 
 enum Opcode : uint8_t { kContinuation = 0x0, kText = 0x1, kBinary = 0x2, kClose = 0x8, kPing = 0x9, kPong = 0xA };
-constexpr size_t kMaxMessage = size_t(256) << 20;  // a message larger than this is refused (the context's text is far less)
+constexpr size_t kMaxMessage = HttpClient::kDefaultMaxBody;  // a larger message is refused, as an HTTP reply's body is
 
 // Whole milliseconds from now until `deadline` (negative once it has passed).
 int64_t ms_until(Clock::time_point deadline) {

@@ -18,10 +18,26 @@ void Auth::load_file(const std::string& path) {
     std::string text = ss.str();
     nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
     if (!j.is_discarded() && j.is_object()) {
-        for (const auto& k : j.value("keys", nlohmann::json::array())) {
-            if (!k.is_object() || !k.contains("key") || !k["key"].is_string()) fail(path, ": each key needs a string \"key\"");
-            ApiKey a{k["key"].get<std::string>(), {}, k.value("admin", false)};
-            for (const auto& m : k.value("models", nlohmann::json::array())) a.models.push_back(m.get<std::string>());
+        // Every mistake names the file and the entry: a server must not start with keys it misread.
+        const auto keys = j.find("keys");
+        if (keys == j.end() || !keys->is_array()) fail(path, ": \"keys\" must be an array of {\"key\": …} objects");
+        for (size_t i = 0; i < keys->size(); ++i) {
+            const nlohmann::json& k = (*keys)[i];
+            const std::string at = path + ": keys[" + std::to_string(i) + "]";
+            if (!k.is_object() || !k.contains("key") || !k["key"].is_string() || k["key"].get<std::string>().empty())
+                fail(at, " needs a non-empty string \"key\"");
+            ApiKey a{k["key"].get<std::string>(), {}, false};
+            if (k.contains("admin")) {
+                if (!k["admin"].is_boolean()) fail(at, ".admin must be true or false");
+                a.admin = k["admin"].get<bool>();
+            }
+            if (k.contains("models")) {
+                if (!k["models"].is_array()) fail(at, ".models must be an array of model names");
+                for (const auto& m : k["models"]) {
+                    if (!m.is_string()) fail(at, ".models must be an array of model names");
+                    a.models.push_back(m.get<std::string>());
+                }
+            }
             add(std::move(a));
         }
         return;

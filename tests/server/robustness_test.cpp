@@ -381,6 +381,120 @@ TEST(Access, RateLimitsAnswer429WithHeadersAndChangeAtRunTime) {
     std::filesystem::remove(limits);
 }
 
+// tokens_per_minute charges what a request used (prompt + completion) once it is done: the request that
+// overdraws is served, the next one waits; the headers show the token budget; other keys are not affected.
+TEST(Access, TokenLimitsChargeWhatARequestUsedAndRefuseTheNext) {
+    FLINT_REQUIRE_SHARED("models/stories260K.gguf");
+    server::ServerConfig cfg;
+    cfg.api_keys = {"sk-small", "sk-free"};
+    auto limits = std::filesystem::temp_directory_path() / ("flint-tlimits-" + std::to_string(::getpid()) + ".json");
+    std::ofstream(limits) << R"({"keys":{"sk-small":{"tokens_per_minute":30}}})";
+    cfg.limits_file = limits.string();
+    TestServer t(cfg);
+    const Headers small = {{"Authorization", "Bearer sk-small"}};
+    json req = {{"model", "stories"}, {"input", "Once upon a time"}, {"max_output_tokens", 40}, {"temperature", 0}};
+    HttpResult a = post_json(t.port(), "/v1/responses", req, small);
+    ASSERT_EQ(a.status, 200) << a.body;
+    EXPECT_EQ(a.headers["x-ratelimit-limit-tokens"], "30");
+    EXPECT_EQ(a.headers["x-ratelimit-remaining-tokens"], "30");
+    EXPECT_FALSE(a.headers["x-ratelimit-reset-tokens"].empty());
+    EXPECT_EQ(a.headers.count("x-ratelimit-limit-requests"), 0u);  // no request limit set
+    ASSERT_GT(a.json_body()["usage"]["total_tokens"].get<int>(), 30);
+    HttpResult b = post_json(t.port(), "/v1/responses", req, small);
+    ASSERT_EQ(b.status, 429) << b.body;
+    EXPECT_EQ(b.json_body()["error"]["code"], "rate_limit_exceeded");
+    EXPECT_NE(b.json_body()["error"]["message"].get<std::string>().find("try again in"), std::string::npos);
+    EXPECT_EQ(b.headers["x-ratelimit-remaining-tokens"], "0");
+    EXPECT_FALSE(b.headers["retry-after"].empty());
+    HttpResult other = post_json(t.port(), "/v1/responses", req, {{"Authorization", "Bearer sk-free"}});
+    EXPECT_EQ(other.status, 200) << other.body;
+    EXPECT_EQ(other.headers.count("x-ratelimit-limit-tokens"), 0u);
+    std::filesystem::remove(limits);
+}
+
+// A limits file the server cannot use stops it at start with the file's name and what is wrong, rather
+// than serving without the limits its operator asked for.
+TEST(Access, ABadLimitsFileIsRefusedAtStartNamingTheFile) {
+    FLINT_REQUIRE_SHARED("models/stories260K.gguf");
+    TestModels models;
+    auto limits = std::filesystem::temp_directory_path() / ("flint-badlimits-" + std::to_string(::getpid()) + ".json");
+    const std::pair<const char*, const char*> cases[] = {
+        {R"({"default":{"requests_per_minute":-1}})", "default.requests_per_minute must be a number >= 0"},
+        {R"({"keys":[1]})", "'keys' must be an object"},
+        {R"({"default":)", "not valid JSON"},
+    };
+    for (const auto& [text, why] : cases) {
+        SCOPED_TRACE(text);
+        std::ofstream(limits) << text;
+        server::ServerConfig cfg;
+        cfg.limits_file = limits.string();
+        try {
+            TestServer s(cfg, models);
+            ADD_FAILURE() << "the server started";
+        } catch (const std::exception& e) {
+            const std::string m = e.what();
+            EXPECT_NE(m.find(limits.string()), std::string::npos) << m;
+            EXPECT_NE(m.find(why), std::string::npos) << m;
+        }
+    }
+    std::filesystem::remove(limits);
+    server::ServerConfig cfg;
+    cfg.limits_file = limits.string();  // gone
+    try {
+        TestServer s(cfg, models);
+        ADD_FAILURE() << "the server started";
+    } catch (const std::exception& e) {
+        EXPECT_NE(std::string(e.what()).find("cannot read the limits file"), std::string::npos) << e.what();
+    }
+}
+
+// A JSON keys file with a mistake stops the server at start, naming the file and the entry.
+TEST(Access, ABadKeysFileIsRefusedAtStartNamingTheEntry) {
+    FLINT_REQUIRE_SHARED("models/stories260K.gguf");
+    TestModels models;
+    auto keys = std::filesystem::temp_directory_path() / ("flint-badkeys-" + std::to_string(::getpid()) + ".json");
+    const std::pair<const char*, const char*> cases[] = {
+        {R"({"keys":[{"key":"sk-a","models":["stories",1]}]})", ": keys[0].models must be an array of model names"},
+        {R"({"keys":[{"key":"sk-a"},{"key":"sk-b","admin":"yes"}]})", ": keys[1].admin must be true or false"},
+        {R"({"keys":[{"key":"sk-a","models":"stories"}]})", ": keys[0].models must be an array of model names"},
+        {R"({"keys":[{"key":""}]})", ": keys[0] needs a non-empty string \"key\""},
+        {R"({"keys":[{"name":"sk-a"}]})", ": keys[0] needs a non-empty string \"key\""},
+        {R"({"keys":{"sk-a":{}}})", ": \"keys\" must be an array"},
+        {R"({"key":"sk-a"})", ": \"keys\" must be an array"},
+    };
+    for (const auto& [text, why] : cases) {
+        SCOPED_TRACE(text);
+        std::ofstream(keys) << text;
+        server::ServerConfig cfg;
+        cfg.keys_file = keys.string();
+        try {
+            TestServer s(cfg, models);
+            ADD_FAILURE() << "the server started";
+        } catch (const std::exception& e) {
+            const std::string m = e.what();
+            EXPECT_NE(m.find(keys.string() + why), std::string::npos) << m;
+        }
+    }
+    std::filesystem::remove(keys);
+}
+
+// A keys file may also be plain text: one key per line, '#' comments, blank lines and trailing spaces or
+// CRs ignored.
+TEST(Access, APlainTextKeysFileHasOneKeyALine) {
+    FLINT_REQUIRE_SHARED("models/stories260K.gguf");
+    auto keys = std::filesystem::temp_directory_path() / ("flint-keys-txt-" + std::to_string(::getpid()) + ".txt");
+    std::ofstream(keys) << "# team keys\nsk-one\n\nsk-two  \r\n";
+    server::ServerConfig cfg;
+    cfg.keys_file = keys.string();
+    TestServer s(cfg);
+    json req = {{"model", "stories"}, {"input", "Once"}, {"max_output_tokens", 2}};
+    EXPECT_EQ(post_json(s.port(), "/v1/responses", req, {{"Authorization", "Bearer sk-one"}}).status, 200);
+    EXPECT_EQ(post_json(s.port(), "/v1/responses", req, {{"Authorization", "Bearer sk-two"}}).status, 200);
+    EXPECT_EQ(post_json(s.port(), "/v1/responses", req, {{"Authorization", "Bearer # team keys"}}).status, 401);
+    EXPECT_EQ(post_json(s.port(), "/v1/responses", req).status, 401);
+    std::filesystem::remove(keys);
+}
+
 TEST(Metrics, ThousandClientsVanishingMidStreamLeakNothing) {
     FLINT_REQUIRE_SHARED("models/stories260K.gguf");
     TestServer s;
@@ -530,6 +644,46 @@ TEST(Binary, ServeSwitchesOffPromptLookupOrAllSpeculation) {
         waitpid(c.pid, &status, 0);
         close(c.out);
     }
+}
+
+// SIGHUP reads the --limits file again: a changed limit applies to the next request; a file broken
+// meanwhile is reported and the limits in force stay, and the server keeps serving.
+TEST(Binary, SighupReloadsTheLimitsFileAndKeepsTheOldLimitsWhenItIsBroken) {
+    FLINT_REQUIRE_SHARED("models/stories260K.gguf");
+    auto limits = std::filesystem::temp_directory_path() / ("flint-hup-" + std::to_string(::getpid()) + ".json");
+    std::ofstream(limits) << R"({"default":{"requests_per_minute":100}})";
+    Child c = spawn_serve({"serve", "--port", "0", "-m", "stories=" + shared_path("models/stories260K.gguf"), "--no-store", "-t",
+                           "1", "--limits", limits.string()});
+    int port = read_port(c.out);
+    ASSERT_GT(port, 0);
+    const json req = {{"model", "stories"}, {"input", "Once"}, {"max_output_tokens", 1}};
+    auto limit_now = [&] {
+        HttpResult r = post_json(port, "/v1/responses", req);
+        EXPECT_EQ(r.status, 200) << r.body;
+        return r.headers["x-ratelimit-limit-requests"];
+    };
+    // The signal is handled on the server's own thread: poll until the new limit shows (or give up).
+    auto limit_after_hup = [&](const std::string& want) {
+        kill(c.pid, SIGHUP);
+        std::string got;
+        for (int i = 0; i < 50 && (got = limit_now()) != want; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        return got;
+    };
+    EXPECT_EQ(limit_now(), "100");
+    std::ofstream(limits) << R"({"default":{"requests_per_minute":200}})";
+    EXPECT_EQ(limit_after_hup("200"), "200");
+    std::ofstream(limits) << R"({"default":{"requests_per_minute":)";  // cut off mid-write
+    kill(c.pid, SIGHUP);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    EXPECT_EQ(limit_now(), "200");
+    std::ofstream(limits) << R"({"default":{"requests_per_minute":300}})";  // and mended
+    EXPECT_EQ(limit_after_hup("300"), "300");
+    kill(c.pid, SIGTERM);
+    int status = 0;
+    waitpid(c.pid, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    close(c.out);
+    std::filesystem::remove(limits);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // `flint serve` — the OpenAI-compatible server (Responses over HTTP/SSE/WebSocket, Chat Completions,
 // Completions). Options map onto RuntimeConfig (engine) and ServerConfig (transport, auth, storage).
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -51,8 +52,11 @@ int64_t parse_bytes(const std::string& s) {
     else if (unit == "MB") mult = 1e6;
     else if (unit == "GB") mult = 1e9;
     else fail("--kv-memory '", s, "': unknown unit '", unit, "' (KiB, MiB, GiB, KB, MB, GB)");
-    if (v < 0) fail("--kv-memory must not be negative");
-    return static_cast<int64_t>(v * mult);
+    if (!std::isfinite(v) || v < 0) fail("--kv-memory '", s, "': expected a size of 0 or more, such as 4GiB or 512MiB");
+    const double bytes = v * mult;
+    // Past 2^62 bytes (4 EiB) no machine has the memory, and the conversion to int64 would overflow.
+    if (bytes >= 4611686018427387904.0) fail("--kv-memory '", s, "': more memory than any machine has");
+    return static_cast<int64_t>(bytes);
 }
 
 std::string default_data_dir() {

@@ -468,6 +468,57 @@ TEST(ResponsesStore, RestartKeepsStoredResponsesAndTheirHistory) {
     EXPECT_GE(cont.json_body()["usage"]["input_tokens"].get<int>(), first["usage"]["total_tokens"].get<int>());
 }
 
+// DELETE on the SQLite store (what `flint serve` uses by default): the response is gone, also after a
+// restart, and only that one.
+TEST(ResponsesStore, DeleteRemovesOneStoredResponseForGood) {
+    FLINT_REQUIRE_SHARED("models/stories260K.gguf");
+    TempStore db("flint-store-del");
+    TestModels models;
+    server::ServerConfig cfg;
+    cfg.store_path = db.path;
+    std::string gone, kept;
+    {
+        TestServer s(cfg, models);
+        gone = post_json(s.port(), "/v1/responses", story(4)).json_body()["id"];
+        kept = post_json(s.port(), "/v1/responses", story(4)).json_body()["id"];
+        HttpResult del = http(s.port(), "DELETE", "/v1/responses/" + gone);
+        ASSERT_EQ(del.status, 200) << del.body;
+        EXPECT_EQ(del.json_body(), json({{"id", gone}, {"object", "response"}, {"deleted", true}}));
+        EXPECT_EQ(http(s.port(), "GET", "/v1/responses/" + gone).status, 404);
+        HttpResult again = http(s.port(), "DELETE", "/v1/responses/" + gone);
+        EXPECT_EQ(again.status, 404);
+        EXPECT_EQ(again.json_body()["error"]["param"], "response_id");
+    }
+    TestServer s(cfg, models);
+    EXPECT_EQ(http(s.port(), "GET", "/v1/responses/" + gone).status, 404);
+    EXPECT_EQ(http(s.port(), "GET", "/v1/responses/" + kept).status, 200);
+    json cont = {{"previous_response_id", gone}, {"input", "More."}, {"max_output_tokens", 2}};
+    HttpResult r = post_json(s.port(), "/v1/responses", cont);
+    EXPECT_EQ(r.status, 400) << r.body;  // as OpenAI answers a chain from an unknown id
+    EXPECT_EQ(r.json_body()["error"]["code"], "previous_response_not_found");
+}
+
+// Every reply carries x-request-id: the client's own when it is short and printable (for tracing across
+// hops), a new one otherwise.
+TEST_F(ResponsesHttp, ARequestIdIsEchoedWhenItIsSafeAndMadeOtherwise) {
+    auto id_for = [&](const Headers& h) { return http(port(), "GET", "/v1/models", "", h).headers["x-request-id"]; };
+    EXPECT_EQ(id_for({{"x-request-id", "trace-42"}}), "trace-42");
+    const std::string longest(128, 'a');
+    EXPECT_EQ(id_for({{"x-request-id", longest}}), longest);
+    for (const std::string& bad : {std::string(129, 'a'), std::string("two words"), std::string("")}) {
+        SCOPED_TRACE(bad);
+        const std::string made = id_for({{"x-request-id", bad}});
+        EXPECT_EQ(made.rfind("req_", 0), 0u) << made;
+    }
+    const std::string a = id_for({}), b = id_for({});
+    EXPECT_EQ(a.rfind("req_", 0), 0u) << a;
+    EXPECT_NE(a, b);
+    // Errors carry it too.
+    HttpResult e = post_json(port(), "/v1/responses", json{{"model", 1}}, {{"x-request-id", "trace-err"}});
+    EXPECT_EQ(e.status, 400);
+    EXPECT_EQ(e.headers["x-request-id"], "trace-err");
+}
+
 TEST_F(ResponsesHttp, NonTextContentPartsAreRefusedNamingThePartOnBothApis) {
     json chat = {{"model", "stories"},
                  {"messages", json::array({{{"role", "user"},

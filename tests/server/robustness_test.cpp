@@ -412,6 +412,17 @@ TEST(Access, TokenLimitsChargeWhatARequestUsedAndRefuseTheNext) {
     std::filesystem::remove(limits);
 }
 
+// What starting a server with `cfg` throws (a test failure, and "", when it starts instead).
+std::string start_error(const server::ServerConfig& cfg, TestModels& models) {
+    try {
+        TestServer s(cfg, models);
+    } catch (const std::exception& e) {
+        return e.what();
+    }
+    ADD_FAILURE() << "the server started";
+    return "";
+}
+
 // A limits file the server cannot use stops it at start with the file's name and what is wrong, rather
 // than serving without the limits its operator asked for.
 TEST(Access, ABadLimitsFileIsRefusedAtStartNamingTheFile) {
@@ -423,29 +434,18 @@ TEST(Access, ABadLimitsFileIsRefusedAtStartNamingTheFile) {
         {R"({"keys":[1]})", "'keys' must be an object"},
         {R"({"default":)", "not valid JSON"},
     };
+    server::ServerConfig cfg;
+    cfg.limits_file = limits.string();
     for (const auto& [text, why] : cases) {
         SCOPED_TRACE(text);
         std::ofstream(limits) << text;
-        server::ServerConfig cfg;
-        cfg.limits_file = limits.string();
-        try {
-            TestServer s(cfg, models);
-            ADD_FAILURE() << "the server started";
-        } catch (const std::exception& e) {
-            const std::string m = e.what();
-            EXPECT_NE(m.find(limits.string()), std::string::npos) << m;
-            EXPECT_NE(m.find(why), std::string::npos) << m;
-        }
+        const std::string m = start_error(cfg, models);
+        EXPECT_NE(m.find(limits.string()), std::string::npos) << m;
+        EXPECT_NE(m.find(why), std::string::npos) << m;
     }
     std::filesystem::remove(limits);
-    server::ServerConfig cfg;
-    cfg.limits_file = limits.string();  // gone
-    try {
-        TestServer s(cfg, models);
-        ADD_FAILURE() << "the server started";
-    } catch (const std::exception& e) {
-        EXPECT_NE(std::string(e.what()).find("cannot read the limits file"), std::string::npos) << e.what();
-    }
+    const std::string gone = start_error(cfg, models);
+    EXPECT_NE(gone.find(limits.string() + ": cannot read the limits file"), std::string::npos) << gone;
 }
 
 // A JSON keys file with a mistake stops the server at start, naming the file and the entry.
@@ -462,18 +462,13 @@ TEST(Access, ABadKeysFileIsRefusedAtStartNamingTheEntry) {
         {R"({"keys":{"sk-a":{}}})", ": \"keys\" must be an array"},
         {R"({"key":"sk-a"})", ": \"keys\" must be an array"},
     };
+    server::ServerConfig cfg;
+    cfg.keys_file = keys.string();
     for (const auto& [text, why] : cases) {
         SCOPED_TRACE(text);
         std::ofstream(keys) << text;
-        server::ServerConfig cfg;
-        cfg.keys_file = keys.string();
-        try {
-            TestServer s(cfg, models);
-            ADD_FAILURE() << "the server started";
-        } catch (const std::exception& e) {
-            const std::string m = e.what();
-            EXPECT_NE(m.find(keys.string() + why), std::string::npos) << m;
-        }
+        const std::string m = start_error(cfg, models);
+        EXPECT_NE(m.find(keys.string() + why), std::string::npos) << m;
     }
     std::filesystem::remove(keys);
 }

@@ -2,8 +2,10 @@
 #pragma once
 #include <array>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 #include <sys/wait.h>
+#include <unistd.h>
 
 namespace flint::test {
 
@@ -42,5 +44,21 @@ inline std::string read_text(const std::string& path) {
     }
     return s;
 }
+
+// A directory of its own under the temp directory, removed with everything in it at the end of the test.
+struct TempDir {
+    explicit TempDir(const std::string& name)
+        : path(std::filesystem::temp_directory_path() / (name + "-" + std::to_string(::getpid()))) {
+        std::filesystem::create_directories(path);
+    }
+    ~TempDir() {
+        std::error_code ec;
+        std::filesystem::remove_all(path, ec);
+    }
+    TempDir(const TempDir&) = delete;
+    TempDir& operator=(const TempDir&) = delete;
+    std::string file(const std::string& name) const { return (path / name).string(); }
+    std::filesystem::path path;
+};
 
 }  // namespace flint::test

@@ -20,16 +20,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct TempDir {
-    TempDir() : path(fs::temp_directory_path() / ("flint-filecmd-" + std::to_string(::getpid()))) { fs::create_directories(path); }
-    ~TempDir() {
-        std::error_code ec;
-        fs::remove_all(path, ec);
-    }
-    std::string file(const std::string& name) const { return (path / name).string(); }
-    fs::path path;
-};
-
 std::string ids_text(const std::vector<TokenId>& ids) {
     std::ostringstream s;
     for (size_t k = 0; k < ids.size(); ++k) s << (k ? " " : "") << ids[k];
@@ -41,7 +31,7 @@ TEST(TokenizeCommand, PrintsWhatTheLibraryEncodesFromATextOrAFile) {
     const std::string model = shared_path("models/tiny-qwen2-f32.gguf");
     auto tok = Tokenizer::from_gguf(*gguf::File::open(model));
     const std::string text = "def add(a, b):\n\treturn a + b  # ünïcode\n";
-    TempDir dir;
+    TempDir dir("flint-filecmd");
     const std::string file = dir.file("in.py");
     {
         std::FILE* f = std::fopen(file.c_str(), "wb");
@@ -89,7 +79,7 @@ TEST(TokenizeCommand, SpecialTokensAreMatchedOnlyWhenAskedAndBosCanBeLeftOut) {
 
 TEST(TokenizeCommand, AMissingFileOrModelIsAnErrorThatNamesIt) {
     FLINT_REQUIRE_SHARED("models/stories260K.gguf");
-    TempDir dir;
+    TempDir dir("flint-filecmd");
     const std::string err = dir.file("err.txt");
     CommandResult r = run_flint("tokenize -f " + shell_quote(dir.file("nope.txt")), err);
     EXPECT_NE(r.exit_code, 0);
@@ -125,7 +115,7 @@ TEST(InspectCommand, ListsMetadataAndTensorsAsTextOrJson) {
 }
 
 TEST(InspectCommand, AFileThatIsNotGgufIsRefusedWithItsName) {
-    TempDir dir;
+    TempDir dir("flint-filecmd");
     const std::string junk = dir.file("notes.gguf"), err = dir.file("err.txt");
     {
         std::FILE* f = std::fopen(junk.c_str(), "wb");
@@ -145,7 +135,7 @@ TEST(InspectCommand, AFileThatIsNotGgufIsRefusedWithItsName) {
 // so, and the result runs.
 TEST(QuantizeCommand, WritesAModelThatLoadsAndRuns) {
     FLINT_REQUIRE_SHARED("models/tiny-qwen2-f32.gguf");
-    TempDir dir;
+    TempDir dir("flint-filecmd");
     const std::string out = dir.file("q8.gguf"), err = dir.file("err.txt");
     CommandResult r = run_flint("quantize " + shell_quote(shared_path("models/tiny-qwen2-f32.gguf")) + " " + shell_quote(out) + " q8_0 -t 2", err);
     ASSERT_EQ(r.exit_code, 0) << read_text(err);
@@ -167,7 +157,7 @@ TEST(QuantizeCommand, WritesAModelThatLoadsAndRuns) {
 
 TEST(QuantizeCommand, AMistypedTypeOrAMissingInputWritesNothing) {
     FLINT_REQUIRE_SHARED("models/tiny-qwen2-f32.gguf");
-    TempDir dir;
+    TempDir dir("flint-filecmd");
     const std::string out = dir.file("out.gguf"), err = dir.file("err.txt");
     CommandResult r = run_flint("quantize " + shell_quote(shared_path("models/tiny-qwen2-f32.gguf")) + " " + shell_quote(out) + " q9_0", err);
     EXPECT_NE(r.exit_code, 0);

@@ -468,6 +468,50 @@ TEST(ResponsesStore, RestartKeepsStoredResponsesAndTheirHistory) {
     EXPECT_GE(cont.json_body()["usage"]["input_tokens"].get<int>(), first["usage"]["total_tokens"].get<int>());
 }
 
+// A response continues on the model that made it: naming no model runs it there, naming another is a 400
+// on previous_response_id (its KV and tokens belong to the first model's vocabulary).
+TEST_F(ResponsesHttp, AResponseIsContinuedOnlyByTheModelThatMadeIt) {
+    if (!shared_exists("models/flint-tiny-code.gguf")) GTEST_SKIP() << "needs the second test model";
+    const std::string id = post_json(port(), "/v1/responses", story(4)).json_body()["id"];
+    json cont = {{"previous_response_id", id}, {"input", "Then?"}, {"temperature", 0}, {"max_output_tokens", 2}};
+    HttpResult same = post_json(port(), "/v1/responses", cont);
+    ASSERT_EQ(same.status, 200) << same.body;
+    EXPECT_EQ(same.json_body()["model"], "stories");
+    cont["model"] = "code";
+    HttpResult other = post_json(port(), "/v1/responses", cont);
+    ASSERT_EQ(other.status, 400) << other.body;
+    EXPECT_EQ(other.json_body()["error"]["param"], "previous_response_id");
+    const std::string msg = other.json_body()["error"]["message"];
+    EXPECT_NE(msg.find("made by model 'stories'; it cannot be continued with 'code'"), std::string::npos) << msg;
+}
+
+// truncation "auto" on one request whose own items overflow the context: its oldest items go (never the
+// last), until it fits; without it the request is refused.
+TEST_F(ResponsesHttp, TruncationAutoDropsTheOldestItemsOfALongRequest) {
+    std::string text;
+    while (text.size() < 600) text += "The little dog ran to the park. ";  // ~150 tokens an item; ctx is 512
+    json items = json::array();
+    for (int k = 0; k < 4; ++k) items.push_back({{"role", "user"}, {"content", std::to_string(k) + ": " + text}});
+    items.push_back({{"role", "user"}, {"content", "What did the dog do?"}});
+    json req = {{"model", "stories"}, {"input", items}, {"temperature", 0}, {"max_output_tokens", 4}};
+    HttpResult refused = post_json(port(), "/v1/responses", req);
+    ASSERT_EQ(refused.status, 400) << refused.body;
+    EXPECT_EQ(refused.json_body()["error"]["code"], "context_length_exceeded");
+    req["truncation"] = "auto";
+    HttpResult ok = post_json(port(), "/v1/responses", req);
+    ASSERT_EQ(ok.status, 200) << ok.body;
+    const int input = ok.json_body()["usage"]["input_tokens"];
+    EXPECT_LT(input, 512);
+    EXPECT_GT(input, 300) << "only as many items as needed go: two or three of the long ones stay";
+    // The last item alone longer than the context cannot be saved by dropping the others.
+    std::string huge;
+    while (huge.size() < 4000) huge += text;
+    req["input"] = json::array({{{"role", "user"}, {"content", "short"}}, {{"role", "user"}, {"content", huge}}});
+    HttpResult too_long = post_json(port(), "/v1/responses", req);
+    ASSERT_EQ(too_long.status, 400) << too_long.body;
+    EXPECT_EQ(too_long.json_body()["error"]["code"], "context_length_exceeded");
+}
+
 // DELETE on the SQLite store (what `flint serve` uses by default): the response is gone, also after a
 // restart, and only that one.
 TEST(ResponsesStore, DeleteRemovesOneStoredResponseForGood) {

@@ -38,6 +38,12 @@ struct Connection {
     Runtime* current_rt = nullptr;
     uint64_t current_rid = 0;
     std::atomic<bool> in_flight = false;  // cleared by end_turn(), which a direct delivery runs on the engine thread
+    // The client's going away has been counted (flint_client_disconnects_total): by the reader when the
+    // socket closes with a response in flight, or by a write that failed, whichever comes first.
+    std::atomic<bool> gone_counted = false;
+    void count_gone(Metrics& m) {
+        if (!gone_counted.exchange(true)) ++m.disconnects;
+    }
 };
 
 net::awaitable<void> reader(WsStream& ws, std::shared_ptr<Connection> conn, ServerState& st) {
@@ -70,7 +76,10 @@ net::awaitable<void> reader(WsStream& ws, std::shared_ptr<Connection> conn, Serv
         co_await net::post(co_await net::this_coro::executor, net::use_awaitable);
     }
     conn->reader_done = true;
-    if (conn->in_flight) conn->current_rt->cancel(conn->current_rid);  // closing the socket cancels
+    if (conn->in_flight) {  // closing the socket cancels
+        conn->current_rt->cancel(conn->current_rid);
+        conn->count_gone(st.metrics);
+    }
     conn->signal->notify();
 }
 
@@ -247,7 +256,7 @@ private:
     void lost(Runtime& rt, uint64_t rid) {
         rt.cancel(rid);
         cancelled_ = true;
-        ++st_.metrics.disconnects;
+        conn_->count_gone(st_.metrics);
     }
 
     // What must be in place before the terminal event goes out: a client that has it may at once, from any

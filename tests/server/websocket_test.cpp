@@ -210,7 +210,9 @@ TEST_F(WebSocket, BadFramesAreErrorsUnknownTypesAreIgnoredAndRequestsQueueInOrde
     EXPECT_EQ(b["response"]["metadata"]["n"], "2");
 }
 
+// ... and counts as a client gone away, once, as over HTTP.
 TEST_F(WebSocket, ClosingTheSocketCancelsTheResponse) {
+    const double gone_before = metric(http(port(), "GET", "/metrics").body, "flint_client_disconnects_total");
     {
         WsClient ws(port());
         ws.send(create({{"input", "Once upon a time"}, {"max_output_tokens", 400}}));
@@ -225,6 +227,7 @@ TEST_F(WebSocket, ClosingTheSocketCancelsTheResponse) {
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     EXPECT_EQ(running, 0);
+    EXPECT_EQ(metric(http(port(), "GET", "/metrics").body, "flint_client_disconnects_total"), gone_before + 1);
 }
 
 // The engine thread writes a lone response's events itself (websocket_session.cpp, deliver()); with

@@ -55,7 +55,7 @@ int64_t parse_bytes(const std::string& s) {
     if (!std::isfinite(v) || v < 0) fail("--kv-memory '", s, "': expected a size of 0 or more, such as 4GiB or 512MiB");
     const double bytes = v * mult;
     // Past 2^62 bytes (4 EiB) no machine has the memory, and the conversion to int64 would overflow.
-    if (bytes >= 4611686018427387904.0) fail("--kv-memory '", s, "': more memory than any machine has");
+    if (bytes >= std::ldexp(1.0, 62)) fail("--kv-memory '", s, "': more memory than any machine has");
     return static_cast<int64_t>(bytes);
 }
 

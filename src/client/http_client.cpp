@@ -148,7 +148,7 @@ struct HttpClient::Impl {
             if (ec == http::error::need_buffer) ec = {};
             if (ec) {
                 broke(ec);
-                    fail("the connection broke while reading the reply: ", ec.message());
+                fail("the connection broke while reading the reply: ", ec.message());
             }
             const size_t n = chunk.size() - p.get().body().size;
             if (n == 0) continue;

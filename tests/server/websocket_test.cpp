@@ -210,7 +210,7 @@ TEST_F(WebSocket, BadFramesAreErrorsUnknownTypesAreIgnoredAndRequestsQueueInOrde
     EXPECT_EQ(b["response"]["metadata"]["n"], "2");
 }
 
-// ... and counts as a client gone away, once, as over HTTP.
+// Closing the socket mid-stream cancels the response and counts as a client gone away, once, as over HTTP.
 TEST_F(WebSocket, ClosingTheSocketCancelsTheResponse) {
     const double gone_before = metric(http(port(), "GET", "/metrics").body, "flint_client_disconnects_total");
     {

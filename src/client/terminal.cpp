@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include <poll.h>
+#include <sys/ioctl.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -25,25 +26,16 @@ void write_out(const std::string& s) {
     }
 }
 
-size_t columns(const std::string& s, size_t end) {  // UTF-8 characters in s[0, end)
-    size_t n = 0;
-    for (size_t i = 0; i < end && i < s.size(); ++i)
-        if ((static_cast<unsigned char>(s[i]) & 0xC0) != 0x80) ++n;
-    return n;
+// The terminal's width in columns (asked at each redraw, so a resized window is followed); 80 if unknown.
+int terminal_width() {
+    winsize ws{};
+    if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) return ws.ws_col;
+    return 80;
 }
 
-size_t prev_char(const std::string& s, size_t i) {
-    if (i == 0) return 0;
-    do --i;
-    while (i > 0 && (static_cast<unsigned char>(s[i]) & 0xC0) == 0x80);
-    return i;
-}
-
-size_t next_char(const std::string& s, size_t i) {
-    if (i >= s.size()) return s.size();
-    do ++i;
-    while (i < s.size() && (static_cast<unsigned char>(s[i]) & 0xC0) == 0x80);
-    return i;
+bool stdin_readable(int timeout_ms) {
+    pollfd p{STDIN_FILENO, POLLIN, 0};
+    return ::poll(&p, 1, timeout_ms) > 0;
 }
 
 }  // namespace
@@ -102,7 +94,12 @@ bool Terminal::wait_input() {
     }
 }
 
+bool Terminal::input_waiting(int timeout_ms) const { return typeahead_pos_ < typeahead_.size() || stdin_readable(timeout_ms); }
+
 int Terminal::read_byte() {
+    if (typeahead_pos_ < typeahead_.size()) return static_cast<unsigned char>(typeahead_[typeahead_pos_++]);
+    typeahead_.clear();
+    typeahead_pos_ = 0;
     unsigned char c;
     for (;;) {
         if (!wait_input()) {
@@ -117,13 +114,6 @@ int Terminal::read_byte() {
         }
         return -1;
     }
-}
-
-void Terminal::refresh(const std::string& prompt, const std::string& buf, size_t cursor) const {
-    std::string s = "\r" + prompt + buf + "\x1b[K\r";
-    const size_t col = columns(prompt, prompt.size()) + columns(buf, cursor);
-    if (col > 0) s += "\x1b[" + std::to_string(col) + "C";
-    write_out(s);
 }
 
 Terminal::Read Terminal::read_line(const std::string& prompt, std::string& line) {
@@ -151,98 +141,41 @@ Terminal::Read Terminal::read_line(const std::string& prompt, std::string& line)
         }
     }
     raw_on();
-    std::string buf;
-    size_t cur = 0;
-    size_t hist = history_.size();
-    std::string draft;
-    refresh(prompt, buf, cur);
+    editor_.start();
+    write_out(editor_.render(prompt, terminal_width()));
     for (;;) {
-        int c = read_byte();
+        const int c = read_byte();
         if (c < 0) {
             raw_off();
             return Read::Eof;
         }
-        if (c == '\r' || c == '\n') {
-            write_out("\r\n");
+        const LineEditor::Step step = editor_.feed(static_cast<unsigned char>(c));
+        // An Esc starts a key's sequence, whose bytes arrive together; a lone Esc is dropped after a pause
+        // rather than taken as the start of whatever is typed next.
+        if (editor_.in_escape() && !input_waiting(kEscapeWaitMs)) editor_.lone_escape();
+        switch (step) {
+        case LineEditor::Step::Line:
+            write_out(editor_.render(prompt, terminal_width()) + "\r\n");
             raw_off();
-            line = buf;
-            if (!buf.empty() && (history_.empty() || history_.back() != buf)) history_.push_back(buf);
+            line = editor_.text();
             return Read::Line;
-        }
-        if (c == 3) {  // Ctrl-C
-            write_out("^C\r\n");
+        case LineEditor::Step::Interrupt:  // the abandoned line stays on screen, "^C" after it
+            editor_.cursor_to_end();
+            write_out(editor_.render(prompt, terminal_width()) + "^C\r\n");
             raw_off();
             return Read::Interrupt;
+        case LineEditor::Step::Eof:
+            write_out("\r\n");
+            raw_off();
+            return Read::Eof;
+        case LineEditor::Step::Clear:
+            write_out("\x1b[H\x1b[2J");
+            break;
+        case LineEditor::Step::Edit:
+            if (input_waiting(0)) continue;  // a paste or a key's sequence: draw once it has all arrived
+            break;
         }
-        if (c == 4) {  // Ctrl-D: end on an empty line, delete forward otherwise
-            if (buf.empty()) {
-                write_out("\r\n");
-                raw_off();
-                return Read::Eof;
-            }
-            if (cur < buf.size()) buf.erase(cur, next_char(buf, cur) - cur);
-        } else if (c == 127 || c == 8) {
-            if (cur > 0) {
-                size_t p = prev_char(buf, cur);
-                buf.erase(p, cur - p);
-                cur = p;
-            }
-        } else if (c == 1) {
-            cur = 0;
-        } else if (c == 5) {
-            cur = buf.size();
-        } else if (c == 11) {
-            buf.erase(cur);
-        } else if (c == 21) {
-            buf.erase(0, cur);
-            cur = 0;
-        } else if (c == 23) {  // Ctrl-W: delete the word before the cursor
-            size_t p = cur;
-            while (p > 0 && buf[p - 1] == ' ') --p;
-            while (p > 0 && buf[p - 1] != ' ') --p;
-            buf.erase(p, cur - p);
-            cur = p;
-        } else if (c == 27) {  // escape sequences: arrows, home/end, delete
-            int a = read_byte();
-            if (a != '[' && a != 'O') continue;
-            int b = read_byte();
-            if (b >= '0' && b <= '9') {
-                int t = read_byte();
-                if (t == '~' && b == '3' && cur < buf.size()) buf.erase(cur, next_char(buf, cur) - cur);
-                if (t == '~' && (b == '1' || b == '7')) cur = 0;
-                if (t == '~' && (b == '4' || b == '8')) cur = buf.size();
-            } else if (b == 'A' || b == 'B') {  // history
-                if (b == 'A' && hist > 0) {
-                    if (hist == history_.size()) draft = buf;
-                    buf = history_[--hist];
-                } else if (b == 'B' && hist < history_.size()) {
-                    ++hist;
-                    buf = hist == history_.size() ? draft : history_[hist];
-                }
-                cur = buf.size();
-            } else if (b == 'C') {
-                cur = next_char(buf, cur);
-            } else if (b == 'D') {
-                cur = prev_char(buf, cur);
-            } else if (b == 'H') {
-                cur = 0;
-            } else if (b == 'F') {
-                cur = buf.size();
-            }
-        } else if (c == '\t' || c >= 32) {
-            buf.insert(cur, 1, static_cast<char>(c));
-            ++cur;
-            if (cur == buf.size() && c < 128) {  // typing at the end: echo the character, no redraw
-                write_out(std::string(1, static_cast<char>(c)));
-                continue;
-            }
-            // Let a multi-byte character arrive whole before redrawing.
-            if ((c & 0xC0) == 0xC0 || (c & 0xC0) == 0x80) {
-                pollfd p{STDIN_FILENO, POLLIN, 0};
-                if (poll(&p, 1, 0) > 0) continue;
-            }
-        }
-        refresh(prompt, buf, cur);
+        write_out(editor_.render(prompt, terminal_width()));
     }
 }
 
@@ -251,16 +184,19 @@ bool Terminal::interrupt_pressed() {
     if (!tty_) return false;
     raw_on();  // keystrokes during a response are read raw, so Ctrl-C and Esc arrive as bytes
     bool hit = false;
-    for (;;) {
-        pollfd p{STDIN_FILENO, POLLIN, 0};
-        if (poll(&p, 1, 0) <= 0) break;
-        unsigned char buf[64];
+    while (stdin_readable(0)) {
+        unsigned char buf[256];
         ssize_t n = ::read(STDIN_FILENO, buf, sizeof buf);
         if (n <= 0) break;
         for (ssize_t i = 0; i < n; ++i) {
-            if (buf[i] == 3) hit = true;
             // A lone Esc interrupts; Esc followed by '[' or 'O' in the same read is a cursor key.
-            if (buf[i] == 27 && !(i + 1 < n && (buf[i + 1] == '[' || buf[i + 1] == 'O'))) hit = true;
+            const bool esc_key = buf[i] == 27 && i + 1 < n && (buf[i + 1] == '[' || buf[i + 1] == 'O');
+            if (buf[i] == 3 || (buf[i] == 27 && !esc_key)) {
+                hit = true;
+                continue;
+            }
+            // The rest is type-ahead: the next prompt starts with it, as a shell's does.
+            if (typeahead_.size() < kMaxTypeahead) typeahead_ += static_cast<char>(buf[i]);
         }
     }
     return hit;

@@ -1,0 +1,239 @@
+#include "client/line_editor.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cwchar>
+
+#include <locale.h>
+
+namespace flint::client {
+namespace {
+
+bool continuation(unsigned char b) { return (b & 0xC0) == 0x80; }
+
+size_t prev_char(const std::string& s, size_t i) {
+    if (i == 0) return 0;
+    do --i;
+    while (i > 0 && continuation(static_cast<unsigned char>(s[i])));
+    return i;
+}
+
+size_t next_char(const std::string& s, size_t i) {
+    if (i >= s.size()) return s.size();
+    do ++i;
+    while (i < s.size() && continuation(static_cast<unsigned char>(s[i])));
+    return i;
+}
+
+// The code point starting at s[i] (its end in `end`); a malformed sequence is one byte, U+FFFD.
+char32_t decode(const std::string& s, size_t i, size_t& end) {
+    const unsigned char b = static_cast<unsigned char>(s[i]);
+    end = next_char(s, i);
+    const size_t len = end - i;
+    const size_t want = b < 0x80 ? 1 : b >= 0xF0 ? 4 : b >= 0xE0 ? 3 : b >= 0xC0 ? 2 : 0;
+    if (want == 1) return b;
+    if (want != len) {
+        end = i + 1;
+        return 0xFFFD;
+    }
+    char32_t cp = b & (0x7F >> want);
+    for (size_t k = 1; k < len; ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
+    return cp;
+}
+
+int columns(const std::string& s) {
+    int n = 0;
+    for (size_t i = 0, end; i < s.size(); i = end) n += char_columns(decode(s, i, end));
+    return n;
+}
+
+// Letters, digits and '_' in ASCII; any byte of a multi-byte character (letters of other scripts).
+bool word_byte(unsigned char b) { return b >= 0x80 || b == '_' || (b >= '0' && b <= '9') || ((b | 0x20) >= 'a' && (b | 0x20) <= 'z'); }
+
+size_t word_left(const std::string& s, size_t i) {
+    while (i > 0 && !word_byte(static_cast<unsigned char>(s[i - 1]))) --i;
+    while (i > 0 && word_byte(static_cast<unsigned char>(s[i - 1]))) --i;
+    return i;
+}
+
+size_t word_right(const std::string& s, size_t i) {
+    while (i < s.size() && !word_byte(static_cast<unsigned char>(s[i]))) ++i;
+    while (i < s.size() && word_byte(static_cast<unsigned char>(s[i]))) ++i;
+    return i;
+}
+
+}  // namespace
+
+int char_columns(char32_t cp) {
+    if (cp < 0x7F) return 1;  // printable ASCII (and the tab, drawn as one space)
+    // glibc's tables for the C.UTF-8 locale, used on this thread only: the process's own locale stays "C".
+    static const locale_t utf8 = newlocale(LC_CTYPE_MASK, "C.UTF-8", static_cast<locale_t>(nullptr));
+    if (utf8 == static_cast<locale_t>(nullptr)) return 1;
+    const locale_t old = uselocale(utf8);
+    const int w = wcwidth(static_cast<wchar_t>(cp));
+    uselocale(old);
+    return w < 0 ? 1 : w;  // a control or unassigned code point: the terminal shows something one column wide
+}
+
+void LineEditor::start() {
+    buf_.clear();
+    cur_ = 0;
+    hist_ = history_.size();
+    draft_.clear();
+    esc_ = Esc::None;
+}
+
+void LineEditor::erase(size_t from, size_t to) {
+    buf_.erase(from, to - from);
+    if (cur_ > to) cur_ -= to - from;
+    else if (cur_ > from) cur_ = from;
+}
+
+void LineEditor::history_step(int dir) {
+    if (dir < 0 && hist_ > 0) {
+        if (hist_ == history_.size()) draft_ = buf_;
+        buf_ = history_[--hist_];
+    } else if (dir > 0 && hist_ < history_.size()) {
+        ++hist_;
+        buf_ = hist_ == history_.size() ? draft_ : history_[hist_];
+    }
+    cur_ = buf_.size();
+}
+
+LineEditor::Step LineEditor::feed(unsigned char c) {
+    switch (esc_) {
+    case Esc::None:
+        return key(c);
+    case Esc::Started:
+        esc_ = Esc::None;
+        if (c == '[') {
+            esc_ = Esc::Csi;
+            params_.clear();
+        } else if (c == 'O') {
+            esc_ = Esc::Ss3;
+        } else if (c == 'b' || c == 'B') {
+            cur_ = word_left(buf_, cur_);
+        } else if (c == 'f' || c == 'F') {
+            cur_ = word_right(buf_, cur_);
+        } else if (c == 'd' || c == 'D') {
+            erase(cur_, word_right(buf_, cur_));
+        } else if (c == 127 || c == 8) {
+            erase(word_left(buf_, cur_), cur_);
+        } else {
+            return key(c);  // Esc then a key with no Alt meaning: the key, as typed
+        }
+        return Step::Edit;
+    case Esc::Ss3:
+        esc_ = Esc::None;
+        sequence(static_cast<char>(c), "");
+        return Step::Edit;
+    case Esc::Csi:
+        if (c >= 0x30 && c <= 0x3F) {  // parameter bytes: digits, ';'
+            if (params_.size() < 16) params_ += static_cast<char>(c);
+            return Step::Edit;
+        }
+        if (c >= 0x20 && c <= 0x2F) return Step::Edit;  // intermediate bytes: no key of ours has them
+        esc_ = Esc::None;
+        if (c >= 0x40 && c <= 0x7E) {
+            sequence(static_cast<char>(c), params_);
+            return Step::Edit;
+        }
+        return key(c);  // a control byte cuts a broken sequence short and counts as itself
+    }
+    return Step::Edit;
+}
+
+void LineEditor::sequence(char final, const std::string& params) {
+    // "N;M": N selects the key for '~' sequences, M-1 is a bit set of modifiers (1 Shift, 2 Alt, 4 Ctrl).
+    const int n = params.empty() ? 1 : std::atoi(params.c_str());
+    const size_t semi = params.find(';');
+    const int mods = semi == std::string::npos ? 0 : std::max(0, std::atoi(params.c_str() + semi + 1) - 1);
+    const bool by_word = (mods & (2 | 4)) != 0;
+    switch (final) {
+    case 'A': history_step(-1); break;
+    case 'B': history_step(+1); break;
+    case 'C': cur_ = by_word ? word_right(buf_, cur_) : next_char(buf_, cur_); break;
+    case 'D': cur_ = by_word ? word_left(buf_, cur_) : prev_char(buf_, cur_); break;
+    case 'H': cur_ = 0; break;
+    case 'F': cur_ = buf_.size(); break;
+    case '~':
+        if (n == 1 || n == 7) cur_ = 0;
+        else if (n == 4 || n == 8) cur_ = buf_.size();
+        else if (n == 3) erase(cur_, next_char(buf_, cur_));
+        break;  // Insert, Page Up/Down, F5–F12…: nothing
+    default: break;  // F1–F4 (SS3 P–S) and the rest: nothing
+    }
+}
+
+LineEditor::Step LineEditor::key(unsigned char c) {
+    switch (c) {
+    case '\r':
+    case '\n':
+        if (!buf_.empty() && (history_.empty() || history_.back() != buf_)) {
+            history_.push_back(buf_);
+            if (history_.size() > kMaxHistory) history_.erase(history_.begin());
+        }
+        return Step::Line;
+    case 3: return Step::Interrupt;
+    case 4:
+        if (buf_.empty()) return Step::Eof;
+        erase(cur_, next_char(buf_, cur_));
+        return Step::Edit;
+    case 1: cur_ = 0; return Step::Edit;
+    case 2: cur_ = prev_char(buf_, cur_); return Step::Edit;
+    case 5: cur_ = buf_.size(); return Step::Edit;
+    case 6: cur_ = next_char(buf_, cur_); return Step::Edit;
+    case 8:
+    case 127: erase(prev_char(buf_, cur_), cur_); return Step::Edit;
+    case 11: erase(cur_, buf_.size()); return Step::Edit;
+    case 12: return Step::Clear;
+    case 14: history_step(+1); return Step::Edit;
+    case 16: history_step(-1); return Step::Edit;
+    case 21: erase(0, cur_); return Step::Edit;
+    case 23: {  // Ctrl-W: the blank-delimited word before the cursor, as in a shell
+        size_t p = cur_;
+        while (p > 0 && buf_[p - 1] == ' ') --p;
+        while (p > 0 && buf_[p - 1] != ' ') --p;
+        erase(p, cur_);
+        return Step::Edit;
+    }
+    case 27: esc_ = Esc::Started; return Step::Edit;
+    default: break;
+    }
+    if (c == '\t' || c >= 32) buf_.insert(cur_++, 1, static_cast<char>(c));  // other control bytes: nothing
+    return Step::Edit;
+}
+
+std::string LineEditor::render(const std::string& prompt, int width) const {
+    struct Cell {
+        size_t begin, end;
+        int cols;
+    };
+    std::vector<Cell> cells;
+    size_t cursor_cell = 0;
+    for (size_t i = 0, end; i < buf_.size(); i = end) {
+        if (i < cur_) cursor_cell = cells.size() + 1;
+        const char32_t cp = decode(buf_, i, end);
+        cells.push_back({i, end, char_columns(cp)});
+    }
+    const int prompt_cols = columns(prompt);
+    // The last column stays empty: writing there would leave the terminal about to wrap.
+    const int room = std::max(1, width - prompt_cols - 1);
+    size_t first = 0;
+    int before = 0;  // columns between the first cell shown and the cursor
+    for (size_t k = 0; k < cursor_cell; ++k) before += cells[k].cols;
+    while (before > room && first < cursor_cell) before -= cells[first++].cols;
+    size_t last = first;
+    for (int shown = 0; last < cells.size() && shown + cells[last].cols <= room; ++last) shown += cells[last].cols;
+    std::string out = "\r" + prompt;
+    for (size_t k = first; k < last; ++k) {
+        if (buf_[cells[k].begin] == '\t') out += ' ';
+        else out.append(buf_, cells[k].begin, cells[k].end - cells[k].begin);
+    }
+    out += "\x1b[K\r";
+    const int col = prompt_cols + before;
+    if (col > 0) out += "\x1b[" + std::to_string(col) + "C";
+    return out;
+}
+
+}  // namespace flint::client

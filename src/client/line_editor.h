@@ -1,0 +1,67 @@
+// flint/client/line_editor.h — the editing half of `flint chat`'s raw-terminal line editor, with no I/O:
+// keyboard bytes in (escape sequences decoded whole, so a function key never leaks into the line), the
+// line, its cursor and the history out, and what to write to show them on a terminal of a given width.
+// Terminal (terminal.cpp) reads the bytes and writes what render() returns.
+//
+// Keys: printable text and Tab insert; Enter ends the line; Ctrl-C interrupts; Ctrl-D ends input on an
+// empty line and deletes forward otherwise. Left/Right, Ctrl-B/F: a character. Ctrl-Left/Right,
+// Alt-Left/Right, Alt-B/F: a word (letters, digits, '_'). Home/End, Ctrl-A/E: the ends. Up/Down,
+// Ctrl-P/N: history. Backspace, Delete; Ctrl-K/U: to the end / the start; Ctrl-W: the blank-delimited
+// word before the cursor; Alt-Backspace / Alt-D: the word before / after it. Ctrl-L: clear the screen.
+#pragma once
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace flint::client {
+
+class LineEditor {
+public:
+    enum class Step {
+        Edit,       // the line or cursor may have changed: draw it when no more input is waiting
+        Line,       // Enter: text() is the line, added to the history
+        Eof,        // Ctrl-D on an empty line
+        Interrupt,  // Ctrl-C
+        Clear,      // Ctrl-L: clear the screen, then draw
+    };
+
+    void start();  // a fresh empty line; the history stays
+    Step feed(unsigned char byte);
+
+    // Inside an escape sequence: the caller waits briefly for its rest, and calls lone_escape() if none
+    // comes (a lone Esc, which is dropped rather than swallowing the next key typed).
+    bool in_escape() const { return esc_ != Esc::None; }
+    void lone_escape() { esc_ = Esc::None; }
+
+    const std::string& text() const { return buf_; }
+    size_t cursor() const { return cur_; }  // a byte offset into text(), always on a character boundary
+    void cursor_to_end() { cur_ = buf_.size(); }
+    const std::vector<std::string>& history() const { return history_; }
+
+    // What to write to show `prompt` and the line with the cursor in place on a terminal `width` columns
+    // wide. A line wider than the terminal scrolls sideways to keep the cursor in view, so it never wraps
+    // (a wrapped line would be redrawn over its own second row).
+    std::string render(const std::string& prompt, int width) const;
+
+    static constexpr size_t kMaxHistory = 1000;
+
+private:
+    enum class Esc { None, Started, Csi, Ss3 };
+    Step key(unsigned char c);                         // one byte outside an escape sequence
+    void sequence(char final, const std::string& params);  // a whole CSI or SS3 sequence
+    void history_step(int dir);                        // -1: older, +1: newer
+    void erase(size_t from, size_t to);                // keeps the cursor where it was relative to the text
+
+    std::string buf_;
+    size_t cur_ = 0;
+    std::vector<std::string> history_;
+    size_t hist_ = 0;     // the history entry shown; history_.size() is the line being typed
+    std::string draft_;   // the line being typed, kept while history entries are shown
+    Esc esc_ = Esc::None;
+    std::string params_;  // a CSI sequence's parameter bytes so far
+};
+
+// Display columns of one code point: 0 for combining marks, 2 for wide (East Asian, emoji), else 1.
+int char_columns(char32_t cp);
+
+}  // namespace flint::client

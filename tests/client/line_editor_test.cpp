@@ -1,0 +1,260 @@
+// LineEditor (src/client/line_editor.cpp): the keys of `flint chat`'s line editor as the bytes a terminal
+// sends for them (xterm's sequences; VT100's SS3 forms too), and what it draws for a narrow terminal.
+#include "client/line_editor.h"
+
+#include <string>
+
+#include <gtest/gtest.h>
+
+namespace flint::client {
+namespace {
+
+using Step = LineEditor::Step;
+
+// Feeds every byte; the last step.
+Step type(LineEditor& e, const std::string& keys) {
+    Step last = Step::Edit;
+    for (unsigned char c : keys) last = e.feed(c);
+    return last;
+}
+
+std::string typed(const std::string& keys) {
+    LineEditor e;
+    e.start();
+    type(e, keys);
+    return e.text();
+}
+
+const std::string kLeft = "\x1b[D", kRight = "\x1b[C", kUp = "\x1b[A", kDown = "\x1b[B";
+
+TEST(LineEditor, TypingThenEnterGivesTheLineAndKeepsItInTheHistory) {
+    LineEditor e;
+    e.start();
+    EXPECT_EQ(type(e, "fix the bug"), Step::Edit);
+    EXPECT_EQ(e.feed('\r'), Step::Line);
+    EXPECT_EQ(e.text(), "fix the bug");
+    e.start();
+    EXPECT_EQ(type(e, "fix the bug\n"), Step::Line);  // the same line again is not a second entry
+    e.start();
+    EXPECT_EQ(e.feed('\r'), Step::Line);  // nor is an empty line
+    EXPECT_EQ(e.text(), "");
+    EXPECT_EQ(e.history(), std::vector<std::string>{"fix the bug"});
+}
+
+TEST(LineEditor, ControlKeysMoveAndCut) {
+    EXPECT_EQ(typed("world\x01hello \x05!"), "hello world!");  // Ctrl-A, Ctrl-E
+    EXPECT_EQ(typed("ac\x02" "b\x06" "d"), "abcd");            // Ctrl-B, Ctrl-F
+    EXPECT_EQ(typed("keep cut\x02\x02\x02\x0b"), "keep ");     // Ctrl-K: to the end
+    EXPECT_EQ(typed("cut keep\x02\x02\x02\x02\x15"), "keep");  // Ctrl-U: to the start
+    EXPECT_EQ(typed("one two.three  \x17"), "one ");           // Ctrl-W: the blank-delimited word and its blanks
+    EXPECT_EQ(typed("abc\x7f\x08x"), "ax");                    // Backspace as DEL and as ^H
+    EXPECT_EQ(typed("\x7f\x02\x17" "a"), "a");                 // nothing to delete or move over at the start
+}
+
+TEST(LineEditor, CtrlDDeletesForwardOnALineAndEndsInputOnAnEmptyOne) {
+    LineEditor e;
+    e.start();
+    EXPECT_EQ(type(e, "abc\x01\x04"), Step::Edit);
+    EXPECT_EQ(e.text(), "bc");
+    EXPECT_EQ(type(e, "\x05\x04"), Step::Edit);  // at the end: nothing to delete
+    EXPECT_EQ(e.text(), "bc");
+    e.start();
+    EXPECT_EQ(e.feed(4), Step::Eof);
+}
+
+TEST(LineEditor, CtrlCInterruptsAndCtrlLAsksForAClearScreen) {
+    LineEditor e;
+    e.start();
+    EXPECT_EQ(type(e, "half a line\x03"), Step::Interrupt);
+    EXPECT_TRUE(e.history().empty());
+    e.start();
+    EXPECT_EQ(type(e, "x\x0c"), Step::Clear);
+    EXPECT_EQ(e.text(), "x");
+}
+
+TEST(LineEditor, BackspaceAndArrowsStepOverWholeUtf8Characters) {
+    EXPECT_EQ(typed("caf\xc3\xa9\x7f" "e"), "cafe");
+    EXPECT_EQ(typed("\xe4\xbd\xa0\xe5\xa5\xbd" + kLeft + "!"), "\xe4\xbd\xa0!\xe5\xa5\xbd");
+    EXPECT_EQ(typed("a\xf0\x9f\x99\x82" + kLeft + kLeft + kRight + kRight + "b"), "a\xf0\x9f\x99\x82" "b");
+    LineEditor e;
+    e.start();
+    type(e, "\xc3\xa9t\xc3\xa9\x01\x04");  // Ctrl-D at the start deletes the whole first character
+    EXPECT_EQ(e.text(), "t\xc3\xa9");
+}
+
+TEST(LineEditor, CursorKeysInTheirCsiAndSs3Forms) {
+    EXPECT_EQ(typed("bc" + kLeft + kLeft + "a" + kRight + kRight + "d"), "abcd");
+    EXPECT_EQ(typed("bc\x1bOD\x1bOD" "a\x1bOC\x1bOC" "d"), "abcd");  // application cursor mode
+    // Home and End: CSI H/F, SS3 H/F, and the "1~ 7~ / 4~ 8~" forms of other terminals.
+    for (const std::string home : {"\x1b[H", "\x1bOH", "\x1b[1~", "\x1b[7~"}) EXPECT_EQ(typed("b" + home + "a"), "ab") << home.substr(1);
+    for (const std::string end : {"\x1b[F", "\x1bOF", "\x1b[4~", "\x1b[8~"}) EXPECT_EQ(typed("a\x01" + end + "b"), "ab") << end.substr(1);
+    EXPECT_EQ(typed("abc\x01\x1b[3~"), "bc");  // Delete
+}
+
+TEST(LineEditor, FunctionAndModifiedKeysNeverLeakIntoTheLine) {
+    // Each of these once typed its tail ("~", "5D", "2~"…) into the line.
+    for (const std::string key : {"\x1b[15~", "\x1b[24~", "\x1b[2~", "\x1b[5~", "\x1b[6~", "\x1bOP", "\x1bOS",
+                                  "\x1b[1;2P", "\x1b[3;5~", "\x1b[1;2A", "\x1b[200~", "\x1b[Z", "\x1b[?1;2c"}) {
+        EXPECT_EQ(typed("ab" + key + "c"), "abc") << key.substr(1);
+    }
+    EXPECT_EQ(typed("ab\x1b[1;2D" "c"), "acb");  // Shift-Left moves one character
+}
+
+TEST(LineEditor, WordMotionWithCtrlOrAltArrowsAndAltBF) {
+    const std::string text = "int main(void) {";
+    for (const std::string left : {"\x1b[1;5D", "\x1b[1;3D", "\x1b" "b"}) {
+        EXPECT_EQ(typed(text + left + "|"), "int main(|void) {") << left.substr(1);
+        EXPECT_EQ(typed(text + left + left + "|"), "int |main(void) {") << left.substr(1);
+    }
+    for (const std::string right : {"\x1b[1;5C", "\x1b[1;3C", "\x1b" "f"}) {
+        EXPECT_EQ(typed(text + "\x01" + right + "|"), "int| main(void) {") << right.substr(1);
+        EXPECT_EQ(typed(text + "\x01" + right + right + "|"), "int main|(void) {") << right.substr(1);
+    }
+    EXPECT_EQ(typed("snake_case x" + kLeft + kLeft + "\x1b" "b" "|"), "|snake_case x");  // '_' is part of a word
+}
+
+TEST(LineEditor, AltBackspaceAndAltDCutAWord) {
+    EXPECT_EQ(typed("foo.bar_baz\x1b\x7f"), "foo.");
+    EXPECT_EQ(typed("foo.bar_baz\x01\x1b" "d"), ".bar_baz");
+    EXPECT_EQ(typed("foo.bar_baz\x01\x1b" "d\x1b" "d"), "");
+}
+
+TEST(LineEditor, EscThenAKeyWithNoAltMeaningIsThatKey) {
+    LineEditor e;
+    e.start();
+    type(e, "a\x1b");
+    EXPECT_TRUE(e.in_escape());
+    e.feed('x');  // Esc, x: the x is typed, not swallowed
+    EXPECT_FALSE(e.in_escape());
+    EXPECT_EQ(e.text(), "ax");
+    type(e, "\x1b");
+    e.lone_escape();  // the caller waited and nothing followed
+    type(e, "b");
+    EXPECT_EQ(e.text(), "axb");
+    type(e, "\x1b\r");  // Esc, Enter: the line
+    EXPECT_EQ(e.text(), "axb");
+    EXPECT_EQ(e.history().back(), "axb");
+}
+
+TEST(LineEditor, AControlByteInsideABrokenSequenceCountsAsItself) {
+    LineEditor e;
+    e.start();
+    EXPECT_EQ(type(e, "ab\x1b[1\x03"), Step::Interrupt);
+    e.start();
+    EXPECT_EQ(type(e, "ab\x1b[1;\r"), Step::Line);
+    EXPECT_EQ(e.text(), "ab");
+}
+
+TEST(LineEditor, HistoryUpAndDownKeepTheLineBeingTyped) {
+    LineEditor e;
+    for (const char* line : {"first", "second"}) {
+        e.start();
+        type(e, std::string(line) + "\r");
+    }
+    e.start();
+    type(e, "draft");
+    type(e, kUp);
+    EXPECT_EQ(e.text(), "second");
+    EXPECT_EQ(e.cursor(), 6u);
+    type(e, kUp + kUp);  // past the oldest: stays there
+    EXPECT_EQ(e.text(), "first");
+    type(e, "\x0e");  // Ctrl-N
+    EXPECT_EQ(e.text(), "second");
+    type(e, kDown + kDown);
+    EXPECT_EQ(e.text(), "draft");
+    type(e, "\x10!\r");  // Ctrl-P, then an edit of the recalled line becomes a new entry
+    EXPECT_EQ(e.history(), (std::vector<std::string>{"first", "second", "second!"}));
+}
+
+TEST(LineEditor, HistoryKeepsTheNewestEntriesUpToItsCap) {
+    LineEditor e;
+    for (size_t i = 0; i < LineEditor::kMaxHistory + 5; ++i) {
+        e.start();
+        type(e, "line " + std::to_string(i) + "\r");
+    }
+    ASSERT_EQ(e.history().size(), LineEditor::kMaxHistory);
+    EXPECT_EQ(e.history().front(), "line 5");
+    EXPECT_EQ(e.history().back(), "line " + std::to_string(LineEditor::kMaxHistory + 4));
+}
+
+// What render() shows between the prompt and the erase-to-end, and the cursor's column after it.
+struct Shown {
+    std::string text;
+    int column = 0;
+};
+Shown shown(const LineEditor& e, const std::string& prompt, int width) {
+    const std::string out = e.render(prompt, width);
+    Shown s;
+    const std::string head = "\r" + prompt;
+    EXPECT_EQ(out.compare(0, head.size(), head), 0) << out;
+    const size_t erase = out.find("\x1b[K\r");
+    EXPECT_NE(erase, std::string::npos) << out;
+    s.text = out.substr(head.size(), erase - head.size());
+    const size_t move = out.find("\x1b[", erase + 4);
+    if (move != std::string::npos) {
+        EXPECT_EQ(out.back(), 'C') << out;
+        s.column = std::atoi(out.c_str() + move + 2);
+    }
+    return s;
+}
+
+TEST(LineEditor, RenderDrawsTheLineAndPutsTheCursorInPlace) {
+    LineEditor e;
+    e.start();
+    EXPECT_EQ(e.render("> ", 80), "\r> \x1b[K\r\x1b[2C");
+    type(e, "hello\tworld" + kLeft);
+    EXPECT_EQ(e.render("> ", 80), "\r> hello world\x1b[K\r\x1b[12C");  // a tab is drawn as one space
+    EXPECT_EQ(e.render("", 80), "\rhello world\x1b[K\r\x1b[10C");
+    e.start();
+    EXPECT_EQ(e.render("", 80), "\r\x1b[K\r");
+}
+
+TEST(LineEditor, RenderCountsWideAndCombiningCharactersByTheirColumns) {
+    LineEditor e;
+    e.start();
+    type(e, "\xe4\xbd\xa0\xe5\xa5\xbd" "e\xcc\x81" "x" + kLeft);  // two CJK characters (2 columns each), e + combining acute
+    EXPECT_EQ(shown(e, "> ", 80).column, 2 + 4 + 1);
+}
+
+TEST(LineEditor, ALineWiderThanTheTerminalScrollsSidewaysAndNeverWraps) {
+    std::string line;  // 60 different characters, so each stretch of it is found in one place
+    for (int i = 0; i < 60; ++i) line += static_cast<char>(i < 26 ? 'a' + i : i < 52 ? 'A' + i - 26 : '0' + i - 52);
+    LineEditor e;
+    e.start();
+    type(e, line);
+    const int width = 30, room = width - 2 - 1;  // the prompt and the last column, left empty
+    Shown s = shown(e, "> ", width);
+    EXPECT_EQ(s.text, line.substr(line.size() - room));  // the end of the line, the cursor after it
+    EXPECT_EQ(s.column, 2 + room);
+    type(e, "\x01");
+    s = shown(e, "> ", width);
+    EXPECT_EQ(s.text, line.substr(0, room));
+    EXPECT_EQ(s.column, 2);
+    // Wherever the cursor is, what is drawn fits and the cursor is on the character it is at.
+    for (size_t pos = 0; pos <= line.size(); ++pos) {
+        s = shown(e, "> ", width);
+        ASSERT_LE(static_cast<int>(s.text.size()), room) << pos;
+        const int first = static_cast<int>(line.find(s.text));
+        ASSERT_GE(first, 0) << pos;
+        EXPECT_EQ(s.column - 2, static_cast<int>(pos) - first) << pos;
+        type(e, kRight);
+    }
+    // Wide characters scroll whole: 40 of them (80 columns) in a 30-column terminal.
+    e.start();
+    for (int i = 0; i < 40; ++i) type(e, "\xe5\xa5\xbd");
+    s = shown(e, "> ", width);
+    EXPECT_EQ(s.text.size() / 3, static_cast<size_t>(room / 2));
+    EXPECT_LE(s.column, width - 1);
+}
+
+TEST(LineEditor, CharColumns) {
+    EXPECT_EQ(char_columns(U'a'), 1);
+    EXPECT_EQ(char_columns(U'\u00e9'), 1);
+    EXPECT_EQ(char_columns(U'\u0301'), 0);   // combining acute
+    EXPECT_EQ(char_columns(U'\u4f60'), 2);   // CJK
+    EXPECT_EQ(char_columns(U'\U0001F642'), 2);  // emoji
+    EXPECT_EQ(char_columns(U'\ufffd'), 1);
+}
+
+}  // namespace
+}  // namespace flint::client

@@ -1,0 +1,222 @@
+// Terminal (src/client/terminal.cpp) on a real pseudo-terminal, as `flint chat` has it: keys typed reach
+// the line editor whole (escape sequences, a lone Esc, Ctrl-C/D), a long line is drawn within the
+// terminal's width, and keys typed while a response streams are kept for the next prompt.
+#include "client/terminal.h"
+
+#include <chrono>
+#include <csignal>
+#include <string>
+#include <thread>
+
+#include <poll.h>
+#include <pty.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+namespace flint::client {
+namespace {
+
+using namespace std::chrono_literals;
+
+void report(int fd, const std::string& what) {
+    const std::string s = what + "\n";
+    if (::write(fd, s.data(), s.size()) < 0) _exit(3);
+}
+
+void report_read(int fd, Terminal::Read r, const std::string& line) {
+    report(fd, r == Terminal::Read::Line ? "line:" + line : r == Terminal::Read::Eof ? "eof" : "interrupt");
+}
+
+// A Terminal in a child process whose terminal is a pseudo-terminal `cols` columns wide. The child runs
+// `body`, which reports what the Terminal returned, one line each, on a pipe; the parent types.
+class TerminalChild {
+public:
+    TerminalChild(int cols, void (*body)(Terminal&, int report_fd)) {
+        int fds[2];
+        if (pipe(fds) != 0) return;
+        winsize ws{};
+        ws.ws_row = 24;
+        ws.ws_col = static_cast<unsigned short>(cols);
+        pid_ = forkpty(&pty_, nullptr, nullptr, &ws);
+        if (pid_ == 0) {
+            close(fds[0]);
+            {
+                Terminal t;
+                body(t, fds[1]);
+            }
+            _exit(0);
+        }
+        close(fds[1]);
+        report_ = fds[0];
+    }
+    ~TerminalChild() {
+        if (pid_ > 0) {
+            kill(pid_, SIGKILL);
+            int st;
+            waitpid(pid_, &st, 0);
+        }
+        if (pty_ >= 0) close(pty_);
+        if (report_ >= 0) close(report_);
+    }
+    bool started() const { return pid_ > 0 && pty_ >= 0 && report_ >= 0; }
+    void type(const std::string& keys) {
+        if (::write(pty_, keys.data(), keys.size()) < 0) perror("pty write");
+    }
+    // The next report, reading the terminal's output meanwhile; "" after the timeout.
+    std::string next(std::chrono::milliseconds timeout = 10s) {
+        const auto deadline = std::chrono::steady_clock::now() + timeout;
+        for (;;) {
+            const size_t nl = reports_.find('\n');
+            if (nl != std::string::npos) {
+                std::string r = reports_.substr(0, nl);
+                reports_.erase(0, nl + 1);
+                return r;
+            }
+            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+            if (left.count() <= 0 || !pump(static_cast<int>(left.count()))) return "";
+        }
+    }
+    // Reads the terminal until `text` has been drawn (after `from`); its position, or npos.
+    size_t wait_drawn(const std::string& text, size_t from = 0) {
+        const auto deadline = std::chrono::steady_clock::now() + 10s;
+        while (screen_.find(text, from) == std::string::npos && std::chrono::steady_clock::now() < deadline) pump(50);
+        return screen_.find(text, from);
+    }
+    // Waits until the prompt after the n-th line read has been drawn: raw mode is on again from there, so
+    // what is typed next is not seen by the terminal's own line discipline.
+    bool wait_prompt(int n) {
+        const auto deadline = std::chrono::steady_clock::now() + 10s;
+        for (;;) {
+            int seen = 0;
+            for (size_t p = screen_.find("\n\r> "); p != std::string::npos; p = screen_.find("\n\r> ", p + 1)) ++seen;
+            if (seen >= n) return true;
+            if (std::chrono::steady_clock::now() >= deadline) return false;
+            pump(50);
+        }
+    }
+    const std::string& screen() const { return screen_; }  // everything the child wrote to its terminal
+
+private:
+    bool pump(int timeout_ms) {  // false when both ends are closed
+        pollfd p[2] = {{pty_, POLLIN, 0}, {report_, POLLIN, 0}};
+        if (poll(p, 2, timeout_ms) <= 0) return true;
+        char buf[4096];
+        bool open = false;
+        for (int k = 0; k < 2; ++k) {
+            if (p[k].revents == 0) {
+                open = true;
+                continue;
+            }
+            const ssize_t n = ::read(p[k].fd, buf, sizeof buf);
+            if (n > 0) (k == 0 ? screen_ : reports_).append(buf, static_cast<size_t>(n));
+            open = open || n > 0;
+        }
+        return open;
+    }
+    pid_t pid_ = -1;
+    int pty_ = -1;
+    int report_ = -1;
+    std::string screen_, reports_;
+};
+
+void read_lines(Terminal& t, int fd) {
+    std::string line;
+    for (;;) {
+        const Terminal::Read r = t.read_line("> ", line);
+        report_read(fd, r, line);
+        if (r == Terminal::Read::Eof) return;
+    }
+}
+
+TEST(Terminal, KeysReachTheEditorWholeThroughARealTerminal) {
+    TerminalChild c(80, read_lines);
+    ASSERT_TRUE(c.started());
+    ASSERT_NE(c.wait_drawn("> "), std::string::npos);  // raw mode is on once the prompt is drawn
+    c.type("hello\x1b[15~ world\x1b[1;5D\x1b[1;5D!\r");  // F5 does nothing; Ctrl-Left twice moves two words
+    EXPECT_EQ(c.next(), "line:!hello world");
+    // A lone Esc, then a pause: the next key is typed, not taken as the end of an escape sequence.
+    ASSERT_TRUE(c.wait_prompt(1));
+    c.type("x\x1b");
+    std::this_thread::sleep_for(200ms);
+    c.type("y\r");
+    EXPECT_EQ(c.next(), "line:xy");
+    ASSERT_TRUE(c.wait_prompt(2));
+    c.type("\x1b[A\x1b[A\r");  // Up twice: the line before last
+    EXPECT_EQ(c.next(), "line:!hello world");
+    ASSERT_TRUE(c.wait_prompt(3));
+    c.type("half\x03");
+    EXPECT_EQ(c.next(), "interrupt");
+    // The abandoned line stays drawn, the cursor after it, then "^C".
+    EXPECT_NE(c.wait_drawn("\r> half\x1b[K\r\x1b[6C^C\r"), std::string::npos) << c.screen();
+    ASSERT_TRUE(c.wait_prompt(4));
+    c.type("\x04");
+    EXPECT_EQ(c.next(), "eof");
+}
+
+TEST(Terminal, ALongLineIsDrawnWithinTheTerminalsWidth) {
+    TerminalChild c(30, read_lines);
+    ASSERT_TRUE(c.started());
+    ASSERT_NE(c.wait_drawn("> "), std::string::npos);
+    std::string line;
+    for (int i = 0; i < 80; ++i) line += static_cast<char>('a' + i % 26);
+    for (char ch : line) {  // one key at a time, as a person types
+        c.type(std::string(1, ch));
+        std::this_thread::sleep_for(1ms);
+    }
+    c.type("\x1b[D\x1b[D\x01\x05\r");
+    EXPECT_EQ(c.next(), "line:" + line);
+    c.type("\x04");
+    EXPECT_EQ(c.next(), "eof");
+    // Every drawing of the line: the prompt, at most 30 - 2 - 1 characters, then erase to the end of the row.
+    const std::string& s = c.screen();
+    int drawings = 0;
+    for (size_t p = s.find("\r> "); p != std::string::npos; p = s.find("\r> ", p + 1)) {
+        const size_t erase = s.find("\x1b[K", p);
+        ASSERT_NE(erase, std::string::npos) << s.substr(p);
+        EXPECT_LE(erase - p - 3, 27u) << s.substr(p, erase - p);
+        ++drawings;
+    }
+    EXPECT_GT(drawings, 2);
+}
+
+void typeahead(Terminal& t, int fd) {
+    t.interrupt_pressed();  // as chat does while a response streams: raw mode from here on
+    report(fd, "streaming");
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    bool pressed = false;
+    while (!pressed && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(10ms);
+        pressed = t.interrupt_pressed();
+    }
+    report(fd, pressed ? "pressed" : "not pressed");
+    std::string line;
+    report_read(fd, t.read_line("> ", line), line);
+}
+
+TEST(Terminal, KeysTypedWhileAResponseStreamsStartTheNextLine) {
+    TerminalChild c(80, typeahead);
+    ASSERT_TRUE(c.started());
+    ASSERT_EQ(c.next(), "streaming");
+    c.type("next");
+    c.type("\x1b[D\x1b[C");  // a cursor key is not an Esc press
+    EXPECT_EQ(c.next(300ms), "");
+    c.type("\x03");
+    EXPECT_EQ(c.next(), "pressed");
+    c.type(" line\r");
+    EXPECT_EQ(c.next(), "line:next line");
+}
+
+TEST(Terminal, ALoneEscWhileAResponseStreamsInterrupts) {
+    TerminalChild c(80, typeahead);
+    ASSERT_TRUE(c.started());
+    ASSERT_EQ(c.next(), "streaming");
+    c.type("\x1b");
+    EXPECT_EQ(c.next(), "pressed");
+    c.type("after\r");
+    EXPECT_EQ(c.next(), "line:after");  // the Esc was the interrupt, not the start of this line
+}
+
+}  // namespace
+}  // namespace flint::client

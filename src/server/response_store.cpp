@@ -32,6 +32,9 @@ ResponseStore::ResponseStore(const std::string& path) : path_(path) {
         std::filesystem::path parent = std::filesystem::path(path).parent_path();
         std::error_code ec;
         if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+        // SQLite alone would say only "unable to open database file".
+        if (ec) fail("response store ", path, ": cannot create the directory ", parent.string(), ": ", ec.message());
+        if (std::filesystem::is_directory(path, ec)) fail("response store ", path, ": is a directory, not a database file");
     }
     if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr) != SQLITE_OK) {
         std::string msg = db_ ? sqlite3_errmsg(db_) : "out of memory";

@@ -190,6 +190,7 @@ LineEditor::Step LineEditor::key(unsigned char c) {
     case 14: history_step(+1); return Step::Edit;
     case 16: history_step(-1); return Step::Edit;
     case 21: erase(0, cur_); return Step::Edit;
+    case 26: return Step::Suspend;
     case 23: {  // Ctrl-W: the blank-delimited word before the cursor, as in a shell
         size_t p = cur_;
         while (p > 0 && buf_[p - 1] == ' ') --p;

@@ -7,7 +7,7 @@
 // empty line and deletes forward otherwise. Left/Right, Ctrl-B/F: a character. Ctrl-Left/Right,
 // Alt-Left/Right, Alt-B/F: a word (letters, digits, '_'). Home/End, Ctrl-A/E: the ends. Up/Down,
 // Ctrl-P/N: history. Backspace, Delete; Ctrl-K/U: to the end / the start; Ctrl-W: the blank-delimited
-// word before the cursor; Alt-Backspace / Alt-D: the word before / after it. Ctrl-L: clear the screen.
+// word before the cursor; Alt-Backspace / Alt-D: the word before / after it. Ctrl-L: clear the screen. Ctrl-Z: suspend.
 #pragma once
 #include <cstddef>
 #include <string>
@@ -23,6 +23,7 @@ public:
         Eof,        // Ctrl-D on an empty line
         Interrupt,  // Ctrl-C
         Clear,      // Ctrl-L: clear the screen, then draw
+        Suspend,    // Ctrl-Z: stop as a shell job, then draw again
     };
 
     void start();  // a fresh empty line; the history stays

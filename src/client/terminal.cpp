@@ -171,6 +171,12 @@ Terminal::Read Terminal::read_line(const std::string& prompt, std::string& line)
         case LineEditor::Step::Clear:
             write_out("\x1b[H\x1b[2J");
             break;
+        case LineEditor::Step::Suspend:  // raw mode turns off the tty's own Ctrl-Z, so do what it would
+            write_out("\r\n");
+            raw_off();
+            ::kill(0, SIGTSTP);  // the whole job stops; this returns once the shell continues it
+            raw_on();
+            break;
         case LineEditor::Step::Edit:
             if (input_waiting(0)) continue;  // a paste or a key's sequence: draw once it has all arrived
             break;

@@ -62,13 +62,14 @@ TEST(LineEditor, CtrlDDeletesForwardOnALineAndEndsInputOnAnEmptyOne) {
     EXPECT_EQ(e.feed(4), Step::Eof);
 }
 
-TEST(LineEditor, CtrlCInterruptsAndCtrlLAsksForAClearScreen) {
+TEST(LineEditor, CtrlCInterruptsCtrlLAsksForAClearScreenAndCtrlZForASuspend) {
     LineEditor e;
     e.start();
     EXPECT_EQ(type(e, "half a line\x03"), Step::Interrupt);
     EXPECT_TRUE(e.history().empty());
     e.start();
     EXPECT_EQ(type(e, "x\x0c"), Step::Clear);
+    EXPECT_EQ(type(e, "\x1a"), Step::Suspend);
     EXPECT_EQ(e.text(), "x");
 }
 

@@ -151,6 +151,14 @@ TEST(Terminal, KeysReachTheEditorWholeThroughARealTerminal) {
     // The abandoned line stays drawn, the cursor after it, then "^C".
     EXPECT_NE(c.wait_drawn("\r> half\x1b[K\r\x1b[6C^C\r"), std::string::npos) << c.screen();
     ASSERT_TRUE(c.wait_prompt(4));
+    // Ctrl-Z: the child leads its own session, so the kernel discards the stop (an orphaned job); what
+    // is checked is that the line survives it, drawn again on a new row.
+    const size_t before = c.screen().size();
+    c.type("ab\x1a");
+    ASSERT_NE(c.wait_drawn("\r\n\r> ab\x1b[K\r\x1b[4C", before), std::string::npos) << c.screen().substr(before);
+    c.type("c\r");
+    EXPECT_EQ(c.next(), "line:abc");
+    ASSERT_TRUE(c.wait_prompt(5));
     c.type("\x04");
     EXPECT_EQ(c.next(), "eof");
 }

@@ -58,7 +58,7 @@ public:
             if (r != Terminal::Read::Line) break;  // Ctrl-D, end of input, Ctrl-C at the prompt
             line = trim(line);
             if (line.empty()) continue;
-            if (line[0] == '/') {
+            if (line[0] == '/' && line.find('\n') == std::string::npos) {  // a pasted text starting with '/' is a message
                 if (!command(line)) break;
                 continue;
             }

@@ -81,6 +81,7 @@ void LineEditor::start() {
     hist_ = history_.size();
     draft_.clear();
     esc_ = Esc::None;
+    paste_ = false;
 }
 
 void LineEditor::erase(size_t from, size_t to) {
@@ -103,12 +104,14 @@ void LineEditor::history_step(int dir) {
 LineEditor::Step LineEditor::feed(unsigned char c) {
     switch (esc_) {
     case Esc::None:
-        return key(c);
+        return plain(c);
     case Esc::Started:
         esc_ = Esc::None;
         if (c == '[') {
             esc_ = Esc::Csi;
             params_.clear();
+        } else if (paste_) {
+            return pasted(c);  // an Esc inside pasted text: dropped
         } else if (c == 'O') {
             esc_ = Esc::Ss3;
         } else if (c == 'b' || c == 'B') {
@@ -138,7 +141,7 @@ LineEditor::Step LineEditor::feed(unsigned char c) {
             sequence(static_cast<char>(c), params_);
             return Step::Edit;
         }
-        return key(c);  // a control byte cuts a broken sequence short and counts as itself
+        return plain(c);  // a control byte cuts a broken sequence short and counts as itself
     }
     return Step::Edit;
 }
@@ -149,6 +152,7 @@ void LineEditor::sequence(char final, const std::string& params) {
     const size_t semi = params.find(';');
     const int mods = semi == std::string::npos ? 0 : std::max(0, std::atoi(params.c_str() + semi + 1) - 1);
     const bool by_word = (mods & (2 | 4)) != 0;
+    if (paste_ && final != '~') return;
     switch (final) {
     case 'A': history_step(-1); break;
     case 'B': history_step(+1); break;
@@ -157,7 +161,12 @@ void LineEditor::sequence(char final, const std::string& params) {
     case 'H': cur_ = 0; break;
     case 'F': cur_ = buf_.size(); break;
     case '~':
-        if (n == 1 || n == 7) cur_ = 0;
+        if (n == 200 || n == 201) {
+            paste_ = n == 200;
+            paste_cr_ = false;
+        }
+        else if (paste_) break;  // no keys inside a paste
+        else if (n == 1 || n == 7) cur_ = 0;
         else if (n == 4 || n == 8) cur_ = buf_.size();
         else if (n == 3) erase(cur_, next_char(buf_, cur_));
         break;  // Insert, Page Up/Down, F5–F12…: nothing
@@ -205,6 +214,21 @@ LineEditor::Step LineEditor::key(unsigned char c) {
     return Step::Edit;
 }
 
+LineEditor::Step LineEditor::pasted(unsigned char c) {
+    if (c == 27) {  // the start of ESC[201~, the paste's end (any other sequence in it is dropped whole)
+        esc_ = Esc::Started;
+        return Step::Edit;
+    }
+    const bool cr = paste_cr_;
+    paste_cr_ = c == '\r';
+    if (c == '\n' && cr) return Step::Edit;  // the "\n" of a "\r\n": its break is in already
+    if (c == '\r' || c == '\n') c = '\n';
+    else if (c < 32 && c != '\t') return Step::Edit;  // other control bytes in pasted text: dropped
+    else if (c == 127) return Step::Edit;
+    buf_.insert(cur_++, 1, static_cast<char>(c));
+    return Step::Edit;
+}
+
 std::string LineEditor::render(const std::string& prompt, int width) const {
     struct Cell {
         size_t begin, end;
@@ -229,6 +253,7 @@ std::string LineEditor::render(const std::string& prompt, int width) const {
     std::string out = "\r" + prompt;
     for (size_t k = first; k < last; ++k) {
         if (buf_[cells[k].begin] == '\t') out += ' ';
+        else if (buf_[cells[k].begin] == '\n') out += "\u21b5";  // ↵, one column
         else out.append(buf_, cells[k].begin, cells[k].end - cells[k].begin);
     }
     out += "\x1b[K\r";

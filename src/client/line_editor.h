@@ -48,7 +48,9 @@ public:
 
 private:
     enum class Esc { None, Started, Csi, Ss3 };
-    Step key(unsigned char c);                         // one byte outside an escape sequence
+    Step key(unsigned char c);                         // one typed byte outside an escape sequence
+    Step pasted(unsigned char c);                      // one byte of a bracketed paste
+    Step plain(unsigned char c) { return paste_ ? pasted(c) : key(c); }
     void sequence(char final, const std::string& params);  // a whole CSI or SS3 sequence
     void history_step(int dir);                        // -1: older, +1: newer
     void erase(size_t from, size_t to);                // keeps the cursor where it was relative to the text
@@ -60,6 +62,8 @@ private:
     std::string draft_;   // the line being typed, kept while history entries are shown
     Esc esc_ = Esc::None;
     std::string params_;  // a CSI sequence's parameter bytes so far
+    bool paste_ = false;  // between ESC[200~ and ESC[201~
+    bool paste_cr_ = false;  // the last pasted byte was '\r' (a "\r\n" is one line break)
 };
 
 // Display columns of one code point: 0 for combining marks, 2 for wide (East Asian, emoji), else 1.

@@ -71,11 +71,13 @@ void Terminal::raw_on() {
     t.c_cc[VMIN] = 1;
     t.c_cc[VTIME] = 0;
     tcsetattr(STDIN_FILENO, TCSADRAIN, &t);  // keeps type-ahead; output post-processing stays on: "\n" still returns the carriage
+    write_out("\x1b[?2004h");  // bracketed paste: a pasted text arrives marked, so its line breaks do not each send
     raw_ = true;
 }
 
 void Terminal::raw_off() {
     if (!raw_) return;
+    write_out("\x1b[?2004l");
     tcsetattr(STDIN_FILENO, TCSADRAIN, &saved_->tio);
     raw_ = false;
 }

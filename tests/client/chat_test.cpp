@@ -112,6 +112,11 @@ TEST_F(ChatTest, CommandsAndAttachedFiles) {
     EXPECT_NE(p.wait_for("new conversation"), std::string::npos);
     p.type("/bogus\r");
     EXPECT_NE(p.wait_for("unknown command"), std::string::npos) << p.out();
+    // Pasted text of several lines is a message even when it starts with '/' (code, a path).
+    const size_t pasted = p.out().size();
+    p.type("\x1b[200~/* Lily */\rWhat did she have?\x1b[201~\r");
+    EXPECT_NE(p.wait_for("[ttft", pasted), std::string::npos) << p.out().substr(pasted);
+    EXPECT_EQ(p.out().find("unknown command", pasted), std::string::npos) << p.out().substr(pasted);
     p.type("/quit\r");
     EXPECT_EQ(p.wait_exit(), 0);
     std::filesystem::remove_all(dir);

@@ -178,6 +178,25 @@ TEST(LineEditor, HistoryKeepsTheNewestEntriesUpToItsCap) {
     EXPECT_EQ(e.history().back(), "line " + std::to_string(LineEditor::kMaxHistory + 4));
 }
 
+TEST(LineEditor, ABracketedPasteKeepsItsLineBreaksInTheLine) {
+    LineEditor e;
+    e.start();
+    EXPECT_EQ(type(e, "see: \x1b[200~def f():\r    return 1\r\n\x1b[201~"), Step::Edit);
+    EXPECT_EQ(e.text(), "see: def f():\n    return 1\n");
+    EXPECT_EQ(e.render("> ", 80), "\r> see: def f():\u21b5    return 1\u21b5\x1b[K\r\x1b[29C");
+    type(e, "\x7f");  // after the paste, keys are keys again
+    EXPECT_EQ(e.feed('\r'), Step::Line);
+    EXPECT_EQ(e.text(), "see: def f():\n    return 1");
+    // Inside a paste: "\r\n" and "\n" are one break each; control bytes, an Esc and keys' whole sequences
+    // are dropped (the "b" after an Esc is text), so a Ctrl-C or Ctrl-D byte in pasted text neither
+    // interrupts nor ends the input.
+    e.start();
+    EXPECT_EQ(type(e, "\x1b[200~a\r\nb\nc\x03\x04\x1b\x1b[A\x1b[D\x1b" "b\x7f\td\x1b[201~"), Step::Edit);
+    EXPECT_EQ(e.text(), "a\nb\ncb\td");
+    EXPECT_EQ(type(e, "\x1b[D!"), Step::Edit);  // a key after the paste moves the cursor
+    EXPECT_EQ(e.text(), "a\nb\ncb\t!d");
+}
+
 // What render() shows between the prompt and the erase-to-end, and the cursor's column after it.
 struct Shown {
     std::string text;

@@ -25,7 +25,8 @@ void report(int fd, const std::string& what) {
     if (::write(fd, s.data(), s.size()) < 0) _exit(3);
 }
 
-void report_read(int fd, Terminal::Read r, const std::string& line) {
+void report_read(int fd, Terminal::Read r, std::string line) {
+    for (size_t p = line.find('\n'); p != std::string::npos; p = line.find('\n', p + 2)) line.replace(p, 1, "\\n");
     report(fd, r == Terminal::Read::Line ? "line:" + line : r == Terminal::Read::Eof ? "eof" : "interrupt");
 }
 
@@ -84,14 +85,16 @@ public:
         while (screen_.find(text, from) == std::string::npos && std::chrono::steady_clock::now() < deadline) pump(50);
         return screen_.find(text, from);
     }
-    // Waits until the prompt after the n-th line read has been drawn: raw mode is on again from there, so
-    // what is typed next is not seen by the terminal's own line discipline.
+    // Waits until the prompt after the n-th line read has been drawn (each read_line() starts by drawing an
+    // empty line): raw mode is on again from there, so what is typed next is not seen by the terminal's
+    // own line discipline.
     bool wait_prompt(int n) {
+        const std::string empty_prompt = "\r> \x1b[K\r\x1b[2C";
         const auto deadline = std::chrono::steady_clock::now() + 10s;
         for (;;) {
             int seen = 0;
-            for (size_t p = screen_.find("\n\r> "); p != std::string::npos; p = screen_.find("\n\r> ", p + 1)) ++seen;
-            if (seen >= n) return true;
+            for (size_t p = screen_.find(empty_prompt); p != std::string::npos; p = screen_.find(empty_prompt, p + 1)) ++seen;
+            if (seen > n) return true;
             if (std::chrono::steady_clock::now() >= deadline) return false;
             pump(50);
         }
@@ -152,13 +155,18 @@ TEST(Terminal, KeysReachTheEditorWholeThroughARealTerminal) {
     EXPECT_NE(c.wait_drawn("\r> half\x1b[K\r\x1b[6C^C\r"), std::string::npos) << c.screen();
     ASSERT_TRUE(c.wait_prompt(4));
     // Ctrl-Z: the child leads its own session, so the kernel discards the stop (an orphaned job); what
-    // is checked is that the line survives it, drawn again on a new row.
+    // is checked is that the line survives it, drawn again on a new row with the terminal set up again.
     const size_t before = c.screen().size();
     c.type("ab\x1a");
-    ASSERT_NE(c.wait_drawn("\r\n\r> ab\x1b[K\r\x1b[4C", before), std::string::npos) << c.screen().substr(before);
+    ASSERT_NE(c.wait_drawn("\r\n\x1b[?2004l\x1b[?2004h\r> ab\x1b[K\r\x1b[4C", before), std::string::npos) << c.screen().substr(before);
     c.type("c\r");
     EXPECT_EQ(c.next(), "line:abc");
     ASSERT_TRUE(c.wait_prompt(5));
+    // A bracketed paste (turned on with the prompt) is one line, its breaks kept.
+    EXPECT_NE(c.screen().find("\x1b[?2004h"), std::string::npos);
+    c.type("\x1b[200~int x;\rint y;\r\x1b[201~\r");
+    EXPECT_EQ(c.next(), "line:int x;\\nint y;\\n");
+    ASSERT_TRUE(c.wait_prompt(6));
     c.type("\x04");
     EXPECT_EQ(c.next(), "eof");
 }
@@ -200,7 +208,8 @@ void typeahead(Terminal& t, int fd) {
     }
     report(fd, pressed ? "pressed" : "not pressed");
     std::string line;
-    report_read(fd, t.read_line("> ", line), line);
+    const Terminal::Read r = t.read_line("> ", line);
+    report_read(fd, r, line);
 }
 
 TEST(Terminal, KeysTypedWhileAResponseStreamsStartTheNextLine) {

@@ -20,7 +20,8 @@ const char* kHelp =
     "  /model [NAME]   show or switch the model\n"
     "  /system [TEXT]  set the system instructions (no text: clear them)\n"
     "  /file PATH      attach a file as context: the server reads it at once (a generate:false\n"
-    "                  warm-up), so the next message's answer starts after only that message\n"
+    "                  warm-up), so the next message's answer starts after only that message;\n"
+    "                  ~/ is your home; quote a path with spaces\n"
     "  /reset          start a new conversation\n"
     "  /help           this list;  /quit (or Ctrl-D) exits\n"
     "  Ctrl-C or Esc while an answer streams stops it; the partial answer stays and your next line\n"
@@ -29,6 +30,15 @@ const char* kHelp =
 std::string trim(const std::string& s) {
     size_t a = s.find_first_not_of(" \t\r\n"), b = s.find_last_not_of(" \t\r\n");
     return a == std::string::npos ? std::string() : s.substr(a, b - a + 1);
+}
+
+// A path as typed at the prompt, read as a shell would: quotes around it dropped, else a leading ~/ (or ~
+// alone) made $HOME.
+std::string typed_path(std::string p) {
+    if (p.size() >= 2 && (p.front() == '"' || p.front() == '\'') && p.back() == p.front()) return p.substr(1, p.size() - 2);
+    const char* home = std::getenv("HOME");
+    if (home && *home && (p == "~" || p.rfind("~/", 0) == 0)) p = home + p.substr(1);
+    return p;
 }
 
 class Session {
@@ -294,7 +304,7 @@ private:
             note(arg.empty() ? "system instructions cleared" : "system instructions set");
         } else if (cmd == "/file") {
             try {
-                TextFile f = read_text_file(arg, 1 << 20);
+                TextFile f = read_text_file(typed_path(arg), 1 << 20);
                 json item = message_item("user", "File " + arg + ":\n```\n" + f.text + (f.text.empty() || f.text.back() == '\n' ? "" : "\n") + "```");
                 if (o_.warmup && start_warmup(item)) {
                     note("attached " + arg + " (" + std::to_string(f.text.size()) + " bytes): the server is reading it while you type");

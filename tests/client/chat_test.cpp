@@ -122,6 +122,25 @@ TEST_F(ChatTest, CommandsAndAttachedFiles) {
     std::filesystem::remove_all(dir);
 }
 
+TEST_F(ChatTest, FilePathsTakeATildeForHomeAndQuotesAroundSpaces) {
+    const std::string dir = temp_dir("chat-home");
+    write_file(dir + "/notes.txt", "Lily had a red ball.\n");
+    write_file(dir + "/my notes.txt", "Tom had a blue kite.\n");
+    Pty p("env HOME=" + dir + " " + chat_cmd(*server_, "--model stories -n 4 --temp 0 --no-warmup"));
+    ASSERT_NE(p.wait_for("> "), std::string::npos);
+    p.type("/file ~/notes.txt\r");
+    EXPECT_NE(p.wait_for("attached ~/notes.txt (21 bytes)"), std::string::npos) << p.out();
+    p.type("/file \"" + dir + "/my notes.txt\"\r");
+    EXPECT_NE(p.wait_for("attached \"" + dir + "/my notes.txt\" (21 bytes)"), std::string::npos) << p.out();
+    p.type("/file ~/missing.txt\r");
+    EXPECT_NE(p.wait_for(dir + "/missing.txt: no such file"), std::string::npos) << p.out();
+    p.type("/file '~/notes.txt'\r");  // quoted, as in a shell: no home
+    EXPECT_NE(p.wait_for("~/notes.txt: no such file"), std::string::npos) << p.out();
+    p.type("\x04");
+    EXPECT_EQ(p.wait_exit(), 0);
+    std::filesystem::remove_all(dir);
+}
+
 TEST(ChatReconnect, ReopensTheSocketWithTheWholeConversationWhenTheServerClosesIt) {
     FLINT_REQUIRE_SHARED("models/stories260K.gguf");
     ServeProcess s("--ws-max-age 2");

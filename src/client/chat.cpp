@@ -25,7 +25,7 @@ const char* kHelp =
     "  /reset          start a new conversation\n"
     "  /help           this list;  /quit (or Ctrl-D) exits\n"
     "  Ctrl-C or Esc while an answer streams stops it; the partial answer stays and your next line\n"
-    "  continues from it. Ctrl-C at the prompt exits.\n";
+    "  continues from it. Ctrl-C drops the line being typed; at an empty prompt it exits.\n";
 
 std::string trim(const std::string& s) {
     size_t a = s.find_first_not_of(" \t\r\n"), b = s.find_last_not_of(" \t\r\n");
@@ -65,7 +65,8 @@ public:
         std::string line;
         for (;;) {
             Terminal::Read r = term_.read_line(term_.interactive() ? "> " : "", line);
-            if (r != Terminal::Read::Line) break;  // Ctrl-D, end of input, Ctrl-C at the prompt
+            if (r == Terminal::Read::Interrupt && !line.empty()) continue;  // Ctrl-C drops the line being typed
+            if (r != Terminal::Read::Line) break;  // Ctrl-D, end of input, Ctrl-C at an empty prompt
             line = trim(line);
             if (line.empty()) continue;
             if (line[0] == '/' && line.find('\n') == std::string::npos) {  // a pasted text starting with '/' is a message

@@ -156,15 +156,16 @@ Terminal::Read Terminal::read_line(const std::string& prompt, std::string& line)
         // rather than taken as the start of whatever is typed next.
         if (editor_.in_escape() && !input_waiting(kEscapeWaitMs)) editor_.lone_escape();
         switch (step) {
+        // Raw mode stays on after a line: keys typed while it is handled are neither echoed by the tty nor
+        // cooked by it (a Ctrl-D there would be taken as the end of a cooked line and lost).
         case LineEditor::Step::Line:
             write_out(editor_.render(prompt, terminal_width()) + "\r\n");
-            raw_off();
             line = editor_.text();
             return Read::Line;
         case LineEditor::Step::Interrupt:  // the abandoned line stays on screen, "^C" after it
             editor_.cursor_to_end();
             write_out(editor_.render(prompt, terminal_width()) + "^C\r\n");
-            raw_off();
+            line = editor_.text();
             return Read::Interrupt;
         case LineEditor::Step::Eof:
             write_out("\r\n");

@@ -19,7 +19,8 @@ public:
     bool interactive() const { return tty_; }  // stdin and stdout are both terminals
 
     enum class Read { Line, Eof, Interrupt };
-    // Eof: Ctrl-D on an empty line or end of input. Interrupt: Ctrl-C (or SIGINT on a pipe).
+    // Eof: Ctrl-D on an empty line or end of input. Interrupt: Ctrl-C (or SIGINT on a pipe), with the
+    // abandoned text, if any, in `line`.
     Read read_line(const std::string& prompt, std::string& line);
     // True once per Ctrl-C / Esc press (tty) or SIGINT (pipe) since the last call; never blocks. Other keys
     // pressed meanwhile are kept for the next read_line().

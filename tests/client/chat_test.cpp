@@ -70,7 +70,9 @@ TEST_F(ChatTest, CtrlCInterruptsKeepsThePartialAnswerAndTheNextLineContinuesFrom
     ASSERT_GE(cached.size(), 2u) << p.out();
     // The redirect continues on the cancelled response's KV: its prompt and the partial output.
     EXPECT_GT(cached.back(), 4) << p.out();
-    p.wait_for("> ", s2);
+    const size_t prompt = p.wait_for("> ", s2);
+    p.type("half a line\x03");  // Ctrl-C on a line being typed drops it; the chat goes on
+    ASSERT_NE(p.wait_for("> ", p.wait_for("^C", p.wait_for("> half a line", prompt))), std::string::npos) << p.out().substr(prompt);
     p.type("\x03");  // Ctrl-C at an empty prompt exits
     EXPECT_EQ(p.wait_exit(), 0) << p.out();
 }

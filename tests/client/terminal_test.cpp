@@ -27,7 +27,7 @@ void report(int fd, const std::string& what) {
 
 void report_read(int fd, Terminal::Read r, std::string line) {
     for (size_t p = line.find('\n'); p != std::string::npos; p = line.find('\n', p + 2)) line.replace(p, 1, "\\n");
-    report(fd, r == Terminal::Read::Line ? "line:" + line : r == Terminal::Read::Eof ? "eof" : "interrupt");
+    report(fd, (r == Terminal::Read::Line ? "line:" : r == Terminal::Read::Eof ? "eof:" : "interrupt:") + line);
 }
 
 // A Terminal in a child process whose terminal is a pseudo-terminal `cols` columns wide. The child runs
@@ -86,8 +86,7 @@ public:
         return screen_.find(text, from);
     }
     // Waits until the prompt after the n-th line read has been drawn (each read_line() starts by drawing an
-    // empty line): raw mode is on again from there, so what is typed next is not seen by the terminal's
-    // own line discipline.
+    // empty line), so that what is typed next goes to that line.
     bool wait_prompt(int n) {
         const std::string empty_prompt = "\r> \x1b[K\r\x1b[2C";
         const auto deadline = std::chrono::steady_clock::now() + 10s;
@@ -136,7 +135,7 @@ void read_lines(Terminal& t, int fd) {
 TEST(Terminal, KeysReachTheEditorWholeThroughARealTerminal) {
     TerminalChild c(80, read_lines);
     ASSERT_TRUE(c.started());
-    ASSERT_NE(c.wait_drawn("> "), std::string::npos);  // raw mode is on once the prompt is drawn
+    ASSERT_NE(c.wait_drawn("> "), std::string::npos);  // raw mode is on once the prompt is drawn: the tty cooks nothing
     c.type("hello\x1b[15~ world\x1b[1;5D\x1b[1;5D!\r");  // F5 does nothing; Ctrl-Left twice moves two words
     EXPECT_EQ(c.next(), "line:!hello world");
     // A lone Esc, then a pause: the next key is typed, not taken as the end of an escape sequence.
@@ -150,7 +149,7 @@ TEST(Terminal, KeysReachTheEditorWholeThroughARealTerminal) {
     EXPECT_EQ(c.next(), "line:!hello world");
     ASSERT_TRUE(c.wait_prompt(3));
     c.type("half\x03");
-    EXPECT_EQ(c.next(), "interrupt");
+    EXPECT_EQ(c.next(), "interrupt:half");
     // The abandoned line stays drawn, the cursor after it, then "^C".
     EXPECT_NE(c.wait_drawn("\r> half\x1b[K\r\x1b[6C^C\r"), std::string::npos) << c.screen();
     ASSERT_TRUE(c.wait_prompt(4));
@@ -168,7 +167,7 @@ TEST(Terminal, KeysReachTheEditorWholeThroughARealTerminal) {
     EXPECT_EQ(c.next(), "line:int x;\\nint y;\\n");
     ASSERT_TRUE(c.wait_prompt(6));
     c.type("\x04");
-    EXPECT_EQ(c.next(), "eof");
+    EXPECT_EQ(c.next(), "eof:");
 }
 
 TEST(Terminal, ALongLineIsDrawnWithinTheTerminalsWidth) {
@@ -184,7 +183,7 @@ TEST(Terminal, ALongLineIsDrawnWithinTheTerminalsWidth) {
     c.type("\x1b[D\x1b[D\x01\x05\r");
     EXPECT_EQ(c.next(), "line:" + line);
     c.type("\x04");
-    EXPECT_EQ(c.next(), "eof");
+    EXPECT_EQ(c.next(), "eof:");
     // Every drawing of the line: the prompt, at most 30 - 2 - 1 characters, then erase to the end of the row.
     const std::string& s = c.screen();
     int drawings = 0;
@@ -195,6 +194,33 @@ TEST(Terminal, ALongLineIsDrawnWithinTheTerminalsWidth) {
         ++drawings;
     }
     EXPECT_GT(drawings, 2);
+}
+
+// As flint chat between two lines: the first line's turn takes a while before the next prompt.
+void read_lines_slowly(Terminal& t, int fd) {
+    std::string line;
+    for (;;) {
+        const Terminal::Read r = t.read_line("> ", line);
+        report_read(fd, r, line);
+        if (r == Terminal::Read::Eof) return;
+        std::this_thread::sleep_for(300ms);
+    }
+}
+
+TEST(Terminal, KeysTypedBetweenTwoLinesGoToTheNextOneUncooked) {
+    TerminalChild c(80, read_lines_slowly);
+    ASSERT_TRUE(c.started());
+    ASSERT_NE(c.wait_drawn("> "), std::string::npos);
+    c.type("one\r");
+    ASSERT_EQ(c.next(), "line:one");
+    c.type("tw");  // while "one" is handled: neither echoed by the tty nor lost
+    std::this_thread::sleep_for(50ms);
+    c.type("o\r");
+    EXPECT_EQ(c.next(), "line:two");
+    const size_t first_tw = c.screen().find("tw", c.screen().find("one"));  // drawn by the editor, not echoed before it
+    EXPECT_EQ(first_tw, c.screen().find("\r> tw") + 3) << c.screen();
+    c.type("\x04");  // a cooked tty would take this Ctrl-D as the end of a line, and it would never arrive
+    EXPECT_EQ(c.next(), "eof:");
 }
 
 void typeahead(Terminal& t, int fd) {

@@ -1,6 +1,7 @@
 // `flint chat` — an interactive REPL against `flint serve` over one persistent WebSocket (src/client/chat.h).
 #include "cli/commands.h"
 #include "client/chat.h"
+#include "util/data_dir.h"
 
 namespace flint::cli {
 
@@ -16,7 +17,12 @@ void register_chat(CLI::App& app) {
     cmd->add_option("--temp", o->temperature, "Sampling temperature (default: the server's)")->check(CLI::Range(0.0, 2.0));
     cmd->add_flag("!--no-stats", o->stats, "No status line after each answer");
     cmd->add_flag("!--no-warmup", o->warmup, "Send /file attachments with the next message instead of having the server read them as soon as they are attached (a generate:false warm-up)");
-    cmd->callback([o, code] {
+    auto history = std::make_shared<std::string>();
+    auto no_history = std::make_shared<bool>(false);
+    CLI::Option* history_opt = cmd->add_option("--history", *history, "File that keeps the lines you type between sessions (default <data-dir>/chat_history: $FLINT_DATA_DIR, $XDG_DATA_HOME/flint or ~/.local/share/flint)");
+    cmd->add_flag("--no-history", *no_history, "Keep no history file (the session still has its own history)")->excludes(history_opt);
+    cmd->callback([o, code, history, no_history] {
+        o->history_file = *no_history ? "" : !history->empty() ? *history : default_data_dir() + "/chat_history";
         *code = client::run_chat(*o);
         if (*code != 0) throw CLI::RuntimeError(*code);
     });

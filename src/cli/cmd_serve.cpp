@@ -10,6 +10,7 @@
 #include "server/model_registry.h"
 #include "server/server.h"
 #include "tensor/dtype.h"
+#include "util/data_dir.h"
 #include "util/error.h"
 
 namespace flint::cli {
@@ -57,13 +58,6 @@ int64_t parse_bytes(const std::string& s) {
     // Past 2^62 bytes (4 EiB) no machine has the memory, and the conversion to int64 would overflow.
     if (bytes >= std::ldexp(1.0, 62)) fail("--kv-memory '", s, "': more memory than any machine has");
     return static_cast<int64_t>(bytes);
-}
-
-std::string default_data_dir() {
-    if (const char* d = std::getenv("FLINT_DATA_DIR"); d && *d) return d;
-    if (const char* x = std::getenv("XDG_DATA_HOME"); x && *x) return std::string(x) + "/flint";
-    if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.local/share/flint";
-    return ".flint";
 }
 
 void serve(ServeOptions& o) {

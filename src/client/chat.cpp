@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "client/files.h"
+#include "client/history_file.h"
 #include "client/responses.h"
 #include "client/terminal.h"
 #include "client/ws_client.h"
@@ -62,11 +63,14 @@ public:
         if (term_.interactive())
             note("connected to " + to_string(url_) + (model_.empty() ? "" : " (model " + model_ + ")") +
                  " — /help for commands, Ctrl-C stops an answer, Ctrl-D exits");
+        HistoryFile history(term_.interactive() ? o_.history_file : "");
+        term_.set_history(history.load(LineEditor::kMaxHistory));
         std::string line;
         for (;;) {
             Terminal::Read r = term_.read_line(term_.interactive() ? "> " : "", line);
             if (r == Terminal::Read::Interrupt && !line.empty()) continue;  // Ctrl-C drops the line being typed
             if (r != Terminal::Read::Line) break;  // Ctrl-D, end of input, Ctrl-C at an empty prompt
+            if (term_.line_added()) history.append(line);
             line = trim(line);
             if (line.empty()) continue;
             if (line[0] == '/' && line.find('\n') == std::string::npos) {  // a pasted text starting with '/' is a message

@@ -16,6 +16,7 @@ struct ChatOptions {
     double temperature = -1;      // < 0: the server's default
     bool stats = true;            // the status line after each turn
     bool warmup = true;           // /file: prefill the attachment at once (generate:false), not with the next message
+    std::string history_file;     // lines typed at a terminal, kept between sessions; empty: none
 };
 
 // Returns the process exit code: 0 after Ctrl-D / Ctrl-C at an empty prompt / end of input, 1 when the

@@ -82,6 +82,13 @@ void LineEditor::start() {
     draft_.clear();
     esc_ = Esc::None;
     paste_ = false;
+    added_ = false;
+}
+
+void LineEditor::set_history(std::vector<std::string> entries) {
+    if (entries.size() > kMaxHistory) entries.erase(entries.begin(), entries.end() - kMaxHistory);
+    history_ = std::move(entries);
+    hist_ = history_.size();
 }
 
 void LineEditor::erase(size_t from, size_t to) {
@@ -178,7 +185,8 @@ LineEditor::Step LineEditor::key(unsigned char c) {
     switch (c) {
     case '\r':
     case '\n':
-        if (!buf_.empty() && (history_.empty() || history_.back() != buf_)) {
+        added_ = !buf_.empty() && (history_.empty() || history_.back() != buf_);
+        if (added_) {
             history_.push_back(buf_);
             if (history_.size() > kMaxHistory) history_.erase(history_.begin());
         }

@@ -38,6 +38,8 @@ public:
     size_t cursor() const { return cur_; }  // a byte offset into text(), always on a character boundary
     void cursor_to_end() { cur_ = buf_.size(); }
     const std::vector<std::string>& history() const { return history_; }
+    void set_history(std::vector<std::string> entries);  // oldest first; the newest kMaxHistory are kept
+    bool added() const { return added_; }  // the last Step::Line's text went into the history (new and not empty)
 
     // What to write to show `prompt` and the line with the cursor in place on a terminal `width` columns
     // wide. A line wider than the terminal scrolls sideways to keep the cursor in view, so it never wraps
@@ -60,6 +62,7 @@ private:
     std::vector<std::string> history_;
     size_t hist_ = 0;     // the history entry shown; history_.size() is the line being typed
     std::string draft_;   // the line being typed, kept while history entries are shown
+    bool added_ = false;
     Esc esc_ = Esc::None;
     std::string params_;  // a CSI sequence's parameter bytes so far
     bool paste_ = false;  // between ESC[200~ and ESC[201~

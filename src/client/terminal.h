@@ -4,6 +4,7 @@
 #pragma once
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "client/line_editor.h"
 
@@ -25,6 +26,9 @@ public:
     // True once per Ctrl-C / Esc press (tty) or SIGINT (pipe) since the last call; never blocks. Other keys
     // pressed meanwhile are kept for the next read_line().
     bool interrupt_pressed();
+    // The line editor's history (oldest first), and whether the last line read went into it.
+    void set_history(std::vector<std::string> entries) { editor_.set_history(std::move(entries)); }
+    bool line_added() const { return tty_ && editor_.added(); }
     // While read_line() waits for input, `fd` is watched too: on_ready() runs whenever it is readable and
     // returns false to stop watching it (chat: its WebSocket answers the server's pings at the prompt).
     void watch(int fd, std::function<bool()> on_ready);

@@ -9,8 +9,10 @@
 namespace flint::test {
 namespace {
 
+// No history file unless a test names one: the tests must not write to the home of whoever runs them.
 std::string chat_cmd(const ServeProcess& s, const std::string& extra) {
-    return std::string(FLINT_BINARY) + " chat --url " + s.ws_url() + " " + extra;
+    const bool own_history = extra.find("--history") != std::string::npos;
+    return std::string(FLINT_BINARY) + " chat --url " + s.ws_url() + (own_history ? " " : " --no-history ") + extra;
 }
 
 class ChatTest : public SharedServeSuite<ChatTest> {
@@ -140,6 +142,44 @@ TEST_F(ChatTest, FilePathsTakeATildeForHomeAndQuotesAroundSpaces) {
     EXPECT_NE(p.wait_for("~/notes.txt: no such file"), std::string::npos) << p.out();
     p.type("\x04");
     EXPECT_EQ(p.wait_exit(), 0);
+    std::filesystem::remove_all(dir);
+}
+
+TEST_F(ChatTest, TheHistoryFileKeepsLinesBetweenSessions) {
+    const std::string dir = temp_dir("chat-history");
+    const std::string file = dir + "/history";
+    {
+        Pty p(chat_cmd(*server_, "--model stories -n 4 --temp 0 --history " + file));
+        ASSERT_NE(p.wait_for("> "), std::string::npos);
+        p.type("Once upon a time\r");
+        ASSERT_NE(p.wait_for("[ttft"), std::string::npos) << p.out();
+        // A line dropped with Ctrl-C is not kept, and the chat goes on (Ctrl-C exits at an empty prompt only).
+        p.type("\x1b[200~/help me\rwith this\x1b[201~\x03");
+        ASSERT_NE(p.wait_for("> ", p.wait_for("^C")), std::string::npos) << p.out();
+        p.type("/help\r");
+        ASSERT_NE(p.wait_for("/file PATH"), std::string::npos);
+        p.type("\x04");
+        EXPECT_EQ(p.wait_exit(), 0);
+    }
+    EXPECT_EQ(read_text(file), "Once upon a time\n/help\n");
+    Pty p(chat_cmd(*server_, "--model stories -n 4 --temp 0 --history " + file));
+    ASSERT_NE(p.wait_for("> "), std::string::npos);
+    p.type("\x1b[A\x1b[A\r");  // the line before last, from the last session
+    EXPECT_NE(p.wait_for("> Once upon a time"), std::string::npos) << p.out();
+    EXPECT_NE(p.wait_for("[ttft"), std::string::npos) << p.out();
+    p.type("\x04");
+    EXPECT_EQ(p.wait_exit(), 0);
+    EXPECT_EQ(read_text(file), "Once upon a time\n/help\nOnce upon a time\n");
+    // --no-history (what chat_cmd passes otherwise) reads and writes none.
+    Pty q(chat_cmd(*server_, "--model stories -n 4 --temp 0"));
+    ASSERT_NE(q.wait_for("> "), std::string::npos);
+    q.type("\x1b[A");
+    q.type("x\r");
+    EXPECT_NE(q.wait_for("[ttft"), std::string::npos) << q.out();
+    EXPECT_EQ(q.out().find("> Once"), std::string::npos) << q.out();
+    q.type("\x04");
+    EXPECT_EQ(q.wait_exit(), 0);
+    EXPECT_EQ(read_text(file), "Once upon a time\n/help\nOnce upon a time\n");
     std::filesystem::remove_all(dir);
 }
 

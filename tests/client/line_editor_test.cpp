@@ -197,6 +197,25 @@ TEST(LineEditor, ABracketedPasteKeepsItsLineBreaksInTheLine) {
     EXPECT_EQ(e.text(), "a\nb\ncb\t!d");
 }
 
+TEST(LineEditor, AHistoryGivenAtTheStartIsRecalledAndNewLinesAreMarkedAdded) {
+    LineEditor e;
+    std::vector<std::string> old;
+    for (size_t i = 0; i < LineEditor::kMaxHistory + 3; ++i) old.push_back("old " + std::to_string(i));
+    e.set_history(old);
+    ASSERT_EQ(e.history().size(), LineEditor::kMaxHistory);
+    EXPECT_EQ(e.history().front(), "old 3");
+    e.start();
+    type(e, kUp + "\r");
+    EXPECT_EQ(e.text(), "old " + std::to_string(LineEditor::kMaxHistory + 2));
+    EXPECT_FALSE(e.added());  // the newest entry again: not a new one
+    e.start();
+    type(e, "new\r");
+    EXPECT_TRUE(e.added());
+    e.start();
+    type(e, "\r");
+    EXPECT_FALSE(e.added());
+}
+
 // What render() shows between the prompt and the erase-to-end, and the cursor's column after it.
 struct Shown {
     std::string text;

@@ -83,6 +83,7 @@ void LineEditor::start() {
     esc_ = Esc::None;
     paste_ = false;
     added_ = false;
+    search_ = false;
 }
 
 void LineEditor::set_history(std::vector<std::string> entries) {
@@ -181,7 +182,59 @@ void LineEditor::sequence(char final, const std::string& params) {
     }
 }
 
+void LineEditor::search_from(size_t end) {
+    for (size_t i = end; i-- > 0;) {
+        const size_t at = history_[i].find(query_);
+        if (at != std::string::npos) {
+            match_ = i;
+            buf_ = history_[i];
+            cur_ = at;
+            search_failed_ = false;
+            return;
+        }
+    }
+    search_failed_ = true;  // the last match stays shown, as readline does
+}
+
+void LineEditor::end_search(bool take_match) {
+    search_ = false;
+    if (!take_match) {
+        buf_ = before_search_;
+        cur_ = before_search_cur_;
+        return;
+    }
+    // Up and Down go on from the match; Down past the newest entry gives back the line as it was.
+    draft_ = before_search_;
+    hist_ = std::min(match_, history_.size());
+}
+
+bool LineEditor::search_key(unsigned char c) {
+    if (c == 18) {  // Ctrl-R again: an older match
+        search_from(match_);
+    } else if (c == 7) {  // Ctrl-G: the line as it was before the search
+        end_search(false);
+    } else if (c == 127 || c == 8) {
+        query_.erase(prev_char(query_, query_.size()));
+        if (query_.empty()) {
+            buf_ = before_search_;
+            cur_ = before_search_cur_;
+            match_ = history_.size();
+            search_failed_ = false;
+        } else {
+            search_from(history_.size());
+        }
+    } else if (c == '\t' || c >= 32) {
+        query_ += static_cast<char>(c);
+        search_from(std::min(match_ + 1, history_.size()));  // the entry shown still counts
+    } else {
+        end_search(c != 3);  // Ctrl-C drops the search with the line it started from
+        return false;
+    }
+    return true;
+}
+
 LineEditor::Step LineEditor::key(unsigned char c) {
+    if (search_ && search_key(c)) return Step::Edit;
     switch (c) {
     case '\r':
     case '\n':
@@ -208,6 +261,14 @@ LineEditor::Step LineEditor::key(unsigned char c) {
     case 16: history_step(-1); return Step::Edit;
     case 21: erase(0, cur_); return Step::Edit;
     case 26: return Step::Suspend;
+    case 18:  // Ctrl-R: search the history backwards
+        search_ = true;
+        search_failed_ = false;
+        query_.clear();
+        match_ = history_.size();
+        before_search_ = buf_;
+        before_search_cur_ = cur_;
+        return Step::Edit;
     case 23: {  // Ctrl-W: the blank-delimited word before the cursor, as in a shell
         size_t p = cur_;
         while (p > 0 && buf_[p - 1] == ' ') --p;
@@ -249,7 +310,8 @@ std::string LineEditor::render(const std::string& prompt, int width) const {
         const char32_t cp = decode(buf_, i, end);
         cells.push_back({i, end, char_columns(cp)});
     }
-    const int prompt_cols = columns(prompt);
+    const std::string shown = !search_ ? prompt : (search_failed_ ? "(failed reverse-i-search)`" : "(reverse-i-search)`") + query_ + "': ";
+    const int prompt_cols = columns(shown);
     // The last column stays empty: writing there would leave the terminal about to wrap.
     const int room = std::max(1, width - prompt_cols - 1);
     size_t first = 0;
@@ -258,7 +320,7 @@ std::string LineEditor::render(const std::string& prompt, int width) const {
     while (before > room && first < cursor_cell) before -= cells[first++].cols;
     size_t last = first;
     for (int shown = 0; last < cells.size() && shown + cells[last].cols <= room; ++last) shown += cells[last].cols;
-    std::string out = "\r" + prompt;
+    std::string out = "\r" + shown;
     for (size_t k = first; k < last; ++k) {
         if (buf_[cells[k].begin] == '\t') out += ' ';
         else if (buf_[cells[k].begin] == '\n') out += "\u21b5";  // ↵, one column

@@ -7,7 +7,11 @@
 // empty line and deletes forward otherwise. Left/Right, Ctrl-B/F: a character. Ctrl-Left/Right,
 // Alt-Left/Right, Alt-B/F: a word (letters, digits, '_'). Home/End, Ctrl-A/E: the ends. Up/Down,
 // Ctrl-P/N: history. Backspace, Delete; Ctrl-K/U: to the end / the start; Ctrl-W: the blank-delimited
-// word before the cursor; Alt-Backspace / Alt-D: the word before / after it. Ctrl-L: clear the screen. Ctrl-Z: suspend.
+// word before the cursor; Alt-Backspace / Alt-D: the word before / after it. Ctrl-L: clear the screen.
+// Ctrl-Z: suspend. Ctrl-R: search the history backwards as you type (Ctrl-R again: an older match;
+// Ctrl-G: back to the line as it was; Enter: the match is the line; any other key takes the match and
+// acts on it). A bracketed paste (ESC[200~ … ESC[201~, which Terminal turns on) is text: its line
+// breaks stay in the line, drawn as '↵', rather than each ending it, so pasted code goes as one message.
 #pragma once
 #include <cstddef>
 #include <string>
@@ -55,6 +59,9 @@ private:
     Step plain(unsigned char c) { return paste_ ? pasted(c) : key(c); }
     void sequence(char final, const std::string& params);  // a whole CSI or SS3 sequence
     void history_step(int dir);                        // -1: older, +1: newer
+    bool search_key(unsigned char c);                  // a key during a Ctrl-R search; false: it ended it
+    void search_from(size_t end);                      // the newest entry before history_[end] holding query_
+    void end_search(bool take_match);
     void erase(size_t from, size_t to);                // keeps the cursor where it was relative to the text
 
     std::string buf_;
@@ -63,6 +70,12 @@ private:
     size_t hist_ = 0;     // the history entry shown; history_.size() is the line being typed
     std::string draft_;   // the line being typed, kept while history entries are shown
     bool added_ = false;
+    bool search_ = false;    // in a Ctrl-R search
+    bool search_failed_ = false;
+    std::string query_;      // what the search looks for
+    size_t match_ = 0;       // the history entry shown; history_.size(): none yet
+    std::string before_search_;
+    size_t before_search_cur_ = 0;
     Esc esc_ = Esc::None;
     std::string params_;  // a CSI sequence's parameter bytes so far
     bool paste_ = false;  // between ESC[200~ and ESC[201~

@@ -216,6 +216,56 @@ TEST(LineEditor, AHistoryGivenAtTheStartIsRecalledAndNewLinesAreMarkedAdded) {
     EXPECT_FALSE(e.added());
 }
 
+LineEditor with_history(const std::vector<std::string>& lines) {
+    LineEditor e;
+    e.set_history(lines);
+    e.start();
+    return e;
+}
+
+TEST(LineEditor, CtrlRSearchesTheHistoryBackwardsAsYouType) {
+    LineEditor e = with_history({"fix the parser", "add a test", "fix the lexer", "run it"});
+    type(e, "draft\x12");
+    EXPECT_EQ(e.render("> ", 80), "\r(reverse-i-search)`': draft\x1b[K\r\x1b[27C");
+    type(e, "fix");
+    EXPECT_EQ(e.text(), "fix the lexer");  // the newest entry holding it
+    EXPECT_EQ(e.cursor(), 0u);
+    type(e, " the p");
+    EXPECT_EQ(e.text(), "fix the parser");  // typing narrows it, going further back when it must
+    type(e, "\x7f\x7f\x7f\x7f\x7f\x7f");  // back to "fix": the newest again
+    EXPECT_EQ(e.text(), "fix the lexer");
+    type(e, "\x12");  // Ctrl-R again: the next older match
+    EXPECT_EQ(e.text(), "fix the parser");
+    type(e, "\x12");  // none older: the last match stays, the prompt says it failed
+    EXPECT_EQ(e.text(), "fix the parser");
+    EXPECT_EQ(e.render("> ", 80).rfind("\r(failed reverse-i-search)`fix': fix the parser\x1b[K", 0), 0u);
+    EXPECT_EQ(e.feed('\r'), Step::Line);  // Enter: the match is the line
+    EXPECT_EQ(e.text(), "fix the parser");
+}
+
+TEST(LineEditor, CtrlRThenAKeyEditsTheMatchAndCtrlGOrCtrlCGoBack) {
+    const std::vector<std::string> h = {"make test", "make bench"};
+    LineEditor e = with_history(h);
+    type(e, "\x12test\x05 -j2");  // Ctrl-E takes the match and moves to its end
+    EXPECT_EQ(e.text(), "make test -j2");
+    e = with_history(h);
+    type(e, "\x12" "bench" + kLeft + "X");  // an arrow key takes the match too
+    EXPECT_EQ(e.text(), "makeX bench");  // the cursor was at the match, then one left
+    e = with_history(h);
+    type(e, "mine\x01\x12" "bench\x07");  // Ctrl-G: the line and cursor as they were
+    EXPECT_EQ(e.text(), "mine");
+    EXPECT_EQ(e.cursor(), 0u);
+    EXPECT_EQ(e.render("> ", 80), "\r> mine\x1b[K\r\x1b[2C");
+    e = with_history(h);
+    EXPECT_EQ(type(e, "mine\x12test\x03"), Step::Interrupt);  // Ctrl-C: drops the search with the line
+    EXPECT_EQ(e.text(), "mine");
+    e = with_history(h);
+    type(e, "\x12test" + kDown);  // after taking a match, Down goes to newer entries, then the line as it was
+    EXPECT_EQ(e.text(), "make bench");
+    type(e, kDown);
+    EXPECT_EQ(e.text(), "");
+}
+
 // What render() shows between the prompt and the erase-to-end, and the cursor's column after it.
 struct Shown {
     std::string text;

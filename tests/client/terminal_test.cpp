@@ -166,6 +166,11 @@ TEST(Terminal, KeysReachTheEditorWholeThroughARealTerminal) {
     c.type("\x1b[200~int x;\rint y;\r\x1b[201~\r");
     EXPECT_EQ(c.next(), "line:int x;\\nint y;\\n");
     ASSERT_TRUE(c.wait_prompt(6));
+    c.type("\x12" "hel");  // Ctrl-R, searching as the query is typed
+    EXPECT_NE(c.wait_drawn("\r(reverse-i-search)`hel': !hello world"), std::string::npos) << c.screen();
+    c.type("\r");
+    EXPECT_EQ(c.next(), "line:!hello world");
+    ASSERT_TRUE(c.wait_prompt(7));
     c.type("\x04");
     EXPECT_EQ(c.next(), "eof:");
 }

@@ -123,14 +123,20 @@ private:
     std::string screen_, reports_;
 };
 
-void read_lines(Terminal& t, int fd) {
+// Reads lines until the end of input, reporting each, and waits `pause` after each (as flint chat takes a
+// while over a line's turn before its next prompt).
+void read_lines_pausing(Terminal& t, int fd, std::chrono::milliseconds pause) {
     std::string line;
     for (;;) {
         const Terminal::Read r = t.read_line("> ", line);
         report_read(fd, r, line);
         if (r == Terminal::Read::Eof) return;
+        std::this_thread::sleep_for(pause);
     }
 }
+
+void read_lines(Terminal& t, int fd) { read_lines_pausing(t, fd, 0ms); }
+void read_lines_slowly(Terminal& t, int fd) { read_lines_pausing(t, fd, 300ms); }
 
 TEST(Terminal, KeysReachTheEditorWholeThroughARealTerminal) {
     TerminalChild c(80, read_lines);
@@ -199,17 +205,6 @@ TEST(Terminal, ALongLineIsDrawnWithinTheTerminalsWidth) {
         ++drawings;
     }
     EXPECT_GT(drawings, 2);
-}
-
-// As flint chat between two lines: the first line's turn takes a while before the next prompt.
-void read_lines_slowly(Terminal& t, int fd) {
-    std::string line;
-    for (;;) {
-        const Terminal::Read r = t.read_line("> ", line);
-        report_read(fd, r, line);
-        if (r == Terminal::Read::Eof) return;
-        std::this_thread::sleep_for(300ms);
-    }
 }
 
 TEST(Terminal, KeysTypedBetweenTwoLinesGoToTheNextOneUncooked) {

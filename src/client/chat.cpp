@@ -7,6 +7,7 @@
 
 #include <unistd.h>
 
+#include "client/completion.h"
 #include "client/files.h"
 #include "client/history_file.h"
 #include "client/responses.h"
@@ -22,7 +23,7 @@ const char* kHelp =
     "  /system [TEXT]  set the system instructions (no text: clear them)\n"
     "  /file PATH      attach a file as context: the server reads it at once (a generate:false\n"
     "                  warm-up), so the next message's answer starts after only that message;\n"
-    "                  ~/ is your home; quote a path with spaces\n"
+    "                  ~/ is your home; Tab completes the path (and a command's name)\n"
     "  /reset          start a new conversation\n"
     "  /help           this list;  /quit (or Ctrl-D) exits\n"
     "  Ctrl-C or Esc while an answer streams stops it; the partial answer stays and your next line\n"
@@ -65,6 +66,7 @@ public:
                  " — /help for commands, Ctrl-C stops an answer, Ctrl-D exits");
         HistoryFile history(term_.interactive() ? o_.history_file : "");
         term_.set_history(history.load(LineEditor::kMaxHistory));
+        term_.set_completer(complete_chat_line);
         std::string line;
         for (;;) {
             Terminal::Read r = term_.read_line(term_.interactive() ? "> " : "", line);

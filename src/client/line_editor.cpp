@@ -233,6 +233,36 @@ bool LineEditor::search_key(unsigned char c) {
     return true;
 }
 
+LineEditor::Step LineEditor::complete() {
+    Completion c = completer_ ? completer_(buf_, cur_) : Completion{};
+    if (c.start == std::string::npos || c.start > cur_) {
+        buf_.insert(cur_++, 1, '\t');
+        return Step::Edit;
+    }
+    if (c.candidates.empty()) return Step::Edit;
+    // The longest start all candidates share, cut back to a whole UTF-8 character.
+    std::string common = c.candidates.front();
+    for (const std::string& cand : c.candidates) {
+        size_t n = 0;
+        while (n < common.size() && n < cand.size() && common[n] == cand[n]) ++n;
+        common.resize(n);
+    }
+    while (!common.empty() && continuation(static_cast<unsigned char>(common.back()))) common.pop_back();
+    if (!common.empty() && static_cast<unsigned char>(common.back()) >= 0xC0) common.pop_back();
+    const std::string typed = buf_.substr(c.start, cur_ - c.start);
+    if (c.candidates.size() > 1 && common.size() <= typed.size()) {
+        // Listed without the directory they share, as a shell lists them ("main.cpp", not "src/main.cpp").
+        const size_t slash = common.rfind('/');
+        const size_t drop = slash == std::string::npos || slash == 0 ? 0 : slash + 1;
+        listing_.clear();
+        for (const std::string& cand : c.candidates) listing_.push_back(cand.substr(drop));
+        return Step::List;
+    }
+    buf_.replace(c.start, cur_ - c.start, common);
+    cur_ = c.start + common.size();
+    return Step::Edit;
+}
+
 LineEditor::Step LineEditor::key(unsigned char c) {
     if (search_ && search_key(c)) return Step::Edit;
     switch (c) {
@@ -260,6 +290,7 @@ LineEditor::Step LineEditor::key(unsigned char c) {
     case 14: history_step(+1); return Step::Edit;
     case 16: history_step(-1); return Step::Edit;
     case 21: erase(0, cur_); return Step::Edit;
+    case '\t': return complete();
     case 26: return Step::Suspend;
     case 18:  // Ctrl-R: search the history backwards
         search_ = true;

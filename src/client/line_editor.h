@@ -10,10 +10,11 @@
 // word before the cursor; Alt-Backspace / Alt-D: the word before / after it. Ctrl-L: clear the screen.
 // Ctrl-Z: suspend. Ctrl-R: search the history backwards as you type (Ctrl-R again: an older match;
 // Ctrl-G: back to the line as it was; Enter: the match is the line; any other key takes the match and
-// acts on it). A bracketed paste (ESC[200~ … ESC[201~, which Terminal turns on) is text: its line
+// acts on it). Tab: completion, where a completer is set and offers it (else a tab). A bracketed paste (ESC[200~ … ESC[201~, which Terminal turns on) is text: its line
 // breaks stay in the line, drawn as '↵', rather than each ending it, so pasted code goes as one message.
 #pragma once
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -28,7 +29,18 @@ public:
         Interrupt,  // Ctrl-C
         Clear,      // Ctrl-L: clear the screen, then draw
         Suspend,    // Ctrl-Z: stop as a shell job, then draw again
+        List,       // Tab with several completions and no common part left to add: show listing()
     };
+
+    // What Tab may put in place of text[start, cursor): whole replacements ("/file ", "src/", "a.txt ").
+    // No candidates and start == npos: Tab is not a completion there and types a tab.
+    struct Completion {
+        size_t start = std::string::npos;
+        std::vector<std::string> candidates;
+    };
+    using Completer = std::function<Completion(const std::string& text, size_t cursor)>;
+    void set_completer(Completer c) { completer_ = std::move(c); }
+    const std::vector<std::string>& listing() const { return listing_; }  // after Step::List
 
     void start();  // a fresh empty line; the history stays
     Step feed(unsigned char byte);
@@ -62,6 +74,7 @@ private:
     bool search_key(unsigned char c);                  // a key during a Ctrl-R search; false: it ended it
     void search_from(size_t end);                      // the newest entry before history_[end] holding query_
     void end_search(bool take_match);
+    Step complete();                                   // Tab
     void erase(size_t from, size_t to);                // keeps the cursor where it was relative to the text
 
     std::string buf_;
@@ -70,6 +83,8 @@ private:
     size_t hist_ = 0;     // the history entry shown; history_.size() is the line being typed
     std::string draft_;   // the line being typed, kept while history entries are shown
     bool added_ = false;
+    Completer completer_;
+    std::vector<std::string> listing_;
     bool search_ = false;    // in a Ctrl-R search
     bool search_failed_ = false;
     std::string query_;      // what the search looks for

@@ -1,5 +1,6 @@
 #include "client/terminal.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <csignal>
@@ -36,6 +37,29 @@ int terminal_width() {
 bool stdin_readable(int timeout_ms) {
     pollfd p{STDIN_FILENO, POLLIN, 0};
     return ::poll(&p, 1, timeout_ms) > 0;
+}
+
+// Tab's candidates under the line, in columns as ls prints them (down, then across); past 200 a count.
+std::string listing(const std::vector<std::string>& items, int width) {
+    constexpr size_t kMaxShown = 200;
+    const size_t shown = std::min(items.size(), kMaxShown);
+    size_t widest = 1;
+    for (size_t i = 0; i < shown; ++i) widest = std::max(widest, items[i].size());
+    const size_t col_width = widest + 2;
+    const size_t cols = std::max<size_t>(1, static_cast<size_t>(width) / col_width);
+    const size_t rows = (shown + cols - 1) / cols;
+    std::string out;
+    for (size_t r = 0; r < rows; ++r) {
+        for (size_t k = 0; k < cols; ++k) {
+            const size_t i = k * rows + r;
+            if (i >= shown) break;
+            out += items[i];
+            if ((k + 1) * rows + r < shown) out += std::string(col_width - items[i].size(), ' ');
+        }
+        out += "\r\n";
+    }
+    if (items.size() > shown) out += "(" + std::to_string(items.size() - shown) + " more)\r\n";
+    return out;
 }
 
 }  // namespace
@@ -182,6 +206,9 @@ Terminal::Read Terminal::read_line(const std::string& prompt, std::string& line)
             break;
         case LineEditor::Step::Edit:
             if (input_waiting(0)) continue;  // a paste or a key's sequence: draw once it has all arrived
+            break;
+        case LineEditor::Step::List:
+            write_out("\r\n" + listing(editor_.listing(), terminal_width()));
             break;
         }
         write_out(editor_.render(prompt, terminal_width()));

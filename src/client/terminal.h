@@ -29,6 +29,8 @@ public:
     // The line editor's history (oldest first), and whether the last line read went into it.
     void set_history(std::vector<std::string> entries) { editor_.set_history(std::move(entries)); }
     bool line_added() const { return tty_ && editor_.added(); }
+    // What Tab completes (line_editor.h); none: Tab types a tab.
+    void set_completer(LineEditor::Completer c) { editor_.set_completer(std::move(c)); }
     // While read_line() waits for input, `fd` is watched too: on_ready() runs whenever it is readable and
     // returns false to stop watching it (chat: its WebSocket answers the server's pings at the prompt).
     void watch(int fd, std::function<bool()> on_ready);

@@ -183,6 +183,28 @@ TEST_F(ChatTest, TheHistoryFileKeepsLinesBetweenSessions) {
     std::filesystem::remove_all(dir);
 }
 
+TEST_F(ChatTest, TabCompletesCommandsAndFilePaths) {
+    const std::string dir = temp_dir("chat-tab");
+    write_file(dir + "/notes.txt", "Lily had a red ball.\n");
+    write_file(dir + "/other.txt", "Tom had a kite.\n");
+    Pty p(chat_cmd(*server_, "--model stories -n 4 --temp 0 --no-warmup"));
+    ASSERT_NE(p.wait_for("> "), std::string::npos);
+    p.type("/\t");  // every command, listed under the line, and the line drawn again
+    const size_t listed = p.wait_for("/quit");
+    ASSERT_NE(listed, std::string::npos) << p.out();
+    EXPECT_NE(p.out().find("/model", p.out().rfind("\n", listed)), std::string::npos) << p.out();
+    EXPECT_NE(p.wait_for("\r> /\x1b[K", listed), std::string::npos) << p.out();
+    p.type("fi\t" + dir + "/no\t");
+    EXPECT_NE(p.wait_for("\r> /file " + dir + "/notes.txt \x1b[K"), std::string::npos) << p.out();
+    p.type("\r");
+    EXPECT_NE(p.wait_for("attached " + dir + "/notes.txt (21 bytes)"), std::string::npos) << p.out();
+    p.type("Once\tupon\r");  // not a command: Tab is a tab (drawn as a space)
+    EXPECT_NE(p.wait_for("[ttft"), std::string::npos) << p.out();
+    p.type("\x04");
+    EXPECT_EQ(p.wait_exit(), 0);
+    std::filesystem::remove_all(dir);
+}
+
 TEST(ChatReconnect, ReopensTheSocketWithTheWholeConversationWhenTheServerClosesIt) {
     FLINT_REQUIRE_SHARED("models/stories260K.gguf");
     ServeProcess s("--ws-max-age 2");

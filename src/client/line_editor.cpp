@@ -130,6 +130,8 @@ LineEditor::Step LineEditor::feed(unsigned char c) {
             erase(cur_, word_right(buf_, cur_));
         } else if (c == 127 || c == 8) {
             erase(word_left(buf_, cur_), cur_);
+        } else if (c == '\r') {  // Alt-Enter: a line break in the message, which goes on
+            buf_.insert(cur_++, 1, '\n');
         } else {
             return key(c);  // Esc then a key with no Alt meaning: the key, as typed
         }

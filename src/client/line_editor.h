@@ -3,7 +3,7 @@
 // line, its cursor and the history out, and what to write to show them on a terminal of a given width.
 // Terminal (terminal.cpp) reads the bytes and writes what render() returns.
 //
-// Keys: printable text and Tab insert; Enter ends the line; Ctrl-C interrupts; Ctrl-D ends input on an
+// Keys: printable text and Tab insert; Enter ends the line; Alt-Enter puts a line break in it; Ctrl-C interrupts; Ctrl-D ends input on an
 // empty line and deletes forward otherwise. Left/Right, Ctrl-B/F: a character. Ctrl-Left/Right,
 // Alt-Left/Right, Alt-B/F: a word (letters, digits, '_'). Home/End, Ctrl-A/E: the ends. Up/Down,
 // Ctrl-P/N: history. Backspace, Delete; Ctrl-K/U: to the end / the start; Ctrl-W: the blank-delimited

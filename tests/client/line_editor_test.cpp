@@ -132,9 +132,20 @@ TEST(LineEditor, EscThenAKeyWithNoAltMeaningIsThatKey) {
     e.lone_escape();  // the caller waited and nothing followed
     type(e, "b");
     EXPECT_EQ(e.text(), "axb");
-    type(e, "\x1b\r");  // Esc, Enter: the line
-    EXPECT_EQ(e.text(), "axb");
+    type(e, "\x1b");
+    e.lone_escape();
+    EXPECT_EQ(e.feed('\r'), Step::Line);  // Esc, a pause, Enter: the line
     EXPECT_EQ(e.history().back(), "axb");
+}
+
+TEST(LineEditor, AltEnterPutsALineBreakInTheMessage) {
+    LineEditor e;
+    e.start();
+    EXPECT_EQ(type(e, "first\x1b\rsecond"), Step::Edit);  // Esc and Enter together: Alt-Enter
+    EXPECT_EQ(e.text(), "first\nsecond");
+    EXPECT_EQ(e.render("> ", 80), "\r> first\u21b5second\x1b[K\r\x1b[14C");
+    EXPECT_EQ(e.feed('\r'), Step::Line);
+    EXPECT_EQ(e.text(), "first\nsecond");
 }
 
 TEST(LineEditor, AControlByteInsideABrokenSequenceCountsAsItself) {

@@ -171,14 +171,18 @@ void LineEditor::sequence(char final, const std::string& params) {
     case 'H': cur_ = 0; break;
     case 'F': cur_ = buf_.size(); break;
     case '~':
-        if (n == 200 || n == 201) {
+        if (n == 200 || n == 201) {  // a bracketed paste starts or ends
             paste_ = n == 200;
             paste_cr_ = false;
+        } else if (paste_) {
+            break;  // no keys inside a paste
+        } else if (n == 1 || n == 7) {
+            cur_ = 0;
+        } else if (n == 4 || n == 8) {
+            cur_ = buf_.size();
+        } else if (n == 3) {
+            erase(cur_, next_char(buf_, cur_));
         }
-        else if (paste_) break;  // no keys inside a paste
-        else if (n == 1 || n == 7) cur_ = 0;
-        else if (n == 4 || n == 8) cur_ = buf_.size();
-        else if (n == 3) erase(cur_, next_char(buf_, cur_));
         break;  // Insert, Page Up/Down, F5–F12…: nothing
     default: break;  // F1–F4 (SS3 P–S) and the rest: nothing
     }
@@ -312,7 +316,7 @@ LineEditor::Step LineEditor::key(unsigned char c) {
     case 27: esc_ = Esc::Started; return Step::Edit;
     default: break;
     }
-    if (c == '\t' || c >= 32) buf_.insert(cur_++, 1, static_cast<char>(c));  // other control bytes: nothing
+    if (c >= 32) buf_.insert(cur_++, 1, static_cast<char>(c));  // other control bytes: nothing
     return Step::Edit;
 }
 

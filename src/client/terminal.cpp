@@ -18,6 +18,21 @@ namespace {
 std::atomic<bool> g_sigint{false};
 void on_sigint(int) { g_sigint = true; }
 
+// The terminal as it was before raw mode, for a SIGTERM or SIGHUP that ends the process in raw mode:
+// without it the shell is left with no echo and bracketed paste on. Set while raw mode is on.
+termios g_cooked;
+std::atomic<bool> g_raw{false};
+
+void on_fatal_signal(int sig) {
+    if (g_raw) {  // tcsetattr and write are async-signal-safe
+        tcsetattr(STDIN_FILENO, TCSADRAIN, &g_cooked);
+        const char off[] = "\x1b[?2004l";
+        if (::write(STDOUT_FILENO, off, sizeof off - 1) < 0) {}
+    }
+    signal(sig, SIG_DFL);
+    raise(sig);  // ends as the signal would have
+}
+
 void write_out(const std::string& s) {
     size_t off = 0;
     while (off < s.size()) {
@@ -66,7 +81,7 @@ std::string listing(const std::vector<std::string>& items, int width) {
 
 struct Terminal::Saved {
     termios tio;
-    struct sigaction old_int;
+    struct sigaction old_int, old_term, old_hup;
 };
 
 Terminal::Terminal() {
@@ -77,12 +92,23 @@ Terminal::Terminal() {
     sa.sa_handler = on_sigint;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, &saved_->old_int);
-    if (tty_) tcgetattr(STDIN_FILENO, &saved_->tio);
+    if (!tty_) return;
+    tcgetattr(STDIN_FILENO, &saved_->tio);
+    g_cooked = saved_->tio;
+    struct sigaction fatal {};
+    fatal.sa_handler = on_fatal_signal;
+    sigemptyset(&fatal.sa_mask);
+    sigaction(SIGTERM, &fatal, &saved_->old_term);
+    sigaction(SIGHUP, &fatal, &saved_->old_hup);
 }
 
 Terminal::~Terminal() {
     raw_off();
     sigaction(SIGINT, &saved_->old_int, nullptr);
+    if (tty_) {
+        sigaction(SIGTERM, &saved_->old_term, nullptr);
+        sigaction(SIGHUP, &saved_->old_hup, nullptr);
+    }
     delete saved_;
 }
 
@@ -97,10 +123,12 @@ void Terminal::raw_on() {
     tcsetattr(STDIN_FILENO, TCSADRAIN, &t);  // keeps type-ahead; output post-processing stays on: "\n" still returns the carriage
     write_out("\x1b[?2004h");  // bracketed paste: a pasted text arrives marked, so its line breaks do not each send
     raw_ = true;
+    g_raw = true;
 }
 
 void Terminal::raw_off() {
     if (!raw_) return;
+    g_raw = false;
     write_out("\x1b[?2004l");
     tcsetattr(STDIN_FILENO, TCSADRAIN, &saved_->tio);
     raw_ = false;

@@ -1,6 +1,7 @@
 // flint/client/terminal.h — the keyboard side of `flint chat`: a small raw-mode line editor on a tty (the
 // keys are LineEditor's, line_editor.h), plain line reads on a pipe, and a non-blocking "did the user press
-// Ctrl-C or Esc?" check while a response streams. Restores the terminal on destruction.
+// Ctrl-C or Esc?" check while a response streams. Restores the terminal on destruction, and on a
+// SIGTERM or SIGHUP that ends the process first.
 #pragma once
 #include <functional>
 #include <string>

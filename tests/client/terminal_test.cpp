@@ -5,12 +5,14 @@
 
 #include <chrono>
 #include <csignal>
+#include <cstring>
 #include <string>
 #include <thread>
 
 #include <poll.h>
 #include <pty.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -62,6 +64,20 @@ public:
         if (report_ >= 0) close(report_);
     }
     bool started() const { return pid_ > 0 && pty_ >= 0 && report_ >= 0; }
+    // Sends `sig` and waits for the child to end; how it ended (the signal's number when it killed it).
+    int kill_and_wait(int sig) {
+        kill(pid_, sig);
+        int st = 0;
+        waitpid(pid_, &st, 0);
+        pid_ = -1;
+        while (pump(50)) {}  // what it wrote on its way out
+        return WIFSIGNALED(st) ? WTERMSIG(st) : -1;
+    }
+    termios modes() const {  // the terminal's settings, as the child left them (a pty pair shares them)
+        termios t{};
+        tcgetattr(pty_, &t);
+        return t;
+    }
     void type(const std::string& keys) {
         if (::write(pty_, keys.data(), keys.size()) < 0) perror("pty write");
     }
@@ -221,6 +237,20 @@ TEST(Terminal, KeysTypedBetweenTwoLinesGoToTheNextOneUncooked) {
     EXPECT_EQ(first_tw, c.screen().find("\r> tw") + 3) << c.screen();
     c.type("\x04");  // a cooked tty would take this Ctrl-D as the end of a line, and it would never arrive
     EXPECT_EQ(c.next(), "eof:");
+}
+
+TEST(Terminal, ASigtermOrSighupInRawModeGivesTheTerminalBack) {
+    for (int sig : {SIGTERM, SIGHUP}) {
+        SCOPED_TRACE(strsignal(sig));
+        TerminalChild c(80, read_lines);
+        ASSERT_TRUE(c.started());
+        ASSERT_NE(c.wait_drawn("> "), std::string::npos);
+        EXPECT_EQ(c.modes().c_lflag & (ECHO | ICANON), 0u);  // raw while the prompt waits
+        EXPECT_EQ(c.kill_and_wait(sig), sig);                // it still ends by the signal
+        const termios after = c.modes();
+        EXPECT_EQ(after.c_lflag & (ECHO | ICANON | ISIG), static_cast<tcflag_t>(ECHO | ICANON | ISIG));
+        EXPECT_NE(c.screen().find("\x1b[?2004l"), std::string::npos) << "bracketed paste left on";
+    }
 }
 
 void typeahead(Terminal& t, int fd) {

@@ -2,14 +2,22 @@
 // sends for them (xterm's sequences; VT100's SS3 forms too), and what it draws for a narrow terminal.
 #include "client/line_editor.h"
 
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+
 #include <string>
 
 #include <gtest/gtest.h>
+
+#include "util/utf8.h"
 
 namespace flint::client {
 namespace {
 
 using Step = LineEditor::Step;
+
+bool valid_utf8_for_test(const std::string& s) { return flint::valid_utf8(s); }
 
 // Feeds every byte; the last step.
 Step type(LineEditor& e, const std::string& keys) {
@@ -354,6 +362,70 @@ TEST(LineEditor, CharColumns) {
     EXPECT_EQ(char_columns(U'\u4f60'), 2);   // CJK
     EXPECT_EQ(char_columns(U'\U0001F642'), 2);  // emoji
     EXPECT_EQ(char_columns(U'\ufffd'), 1);
+}
+
+// Columns of a drawing made of ASCII, '↵', 'é' and '好' (the only characters the random keys below type).
+int drawn_columns(const std::string& s) {
+    int n = 0;
+    for (size_t i = 0; i < s.size();) {
+        if (s.compare(i, 3, "\xe5\xa5\xbd") == 0) n += 2, i += 3;
+        else if (s.compare(i, 3, "\u21b5") == 0) n += 1, i += 3;
+        else if (s.compare(i, 2, "\xc3\xa9") == 0) n += 1, i += 2;
+        else n += 1, i += 1;
+    }
+    return n;
+}
+
+TEST(LineEditor, RandomKeysKeepTheLineWholeAndTheDrawingWithinTheWidth) {
+    // Every key of the editor, as a terminal sends it, in a seeded random order; after each: the text is
+    // valid UTF-8, the cursor on a character boundary, and each drawing (in 8, 30 and 80 columns) fits
+    // its width with the cursor inside it. (The exact cursor columns are checked by the tests above.)
+    const std::vector<std::string> keys = {
+        "a", "b", "z", "_", " ", " ", ".", "\xc3\xa9", "\xe5\xa5\xbd", "\t", "\x7f", "\x08", "\x01", "\x02", "\x05",
+        "\x06", "\x0b", "\x15", "\x17", "\x0e", "\x10", "\x0c", "\x1a", "\x12", "\x07", "\x04", "\r", "\x03",
+        "\x1b[D", "\x1b[C", "\x1b[A", "\x1b[B", "\x1b[H", "\x1b[F", "\x1bOD", "\x1b[3~", "\x1b[1;5D", "\x1b[1;5C",
+        "\x1b[15~", "\x1b" "b", "\x1b" "f", "\x1b" "d", "\x1b\x7f", "\x1b\r", "\x1b[200~", "\x1b[201~", "\x1b[1;",
+    };
+    LineEditor e;
+    e.set_completer([](const std::string& text, size_t cursor) {
+        LineEditor::Completion c;
+        if (cursor > 0 && text[0] == 'a') c = {0, {"ab\xc3\xa9 ", "ab\xe5\xa5\xbd/"}};
+        return c;
+    });
+    e.start();
+    uint32_t rng = 12345;
+    int lines = 0;
+    for (int step = 0; step < 20000; ++step) {
+        rng = rng * 1664525u + 1013904223u;
+        const std::string& k = keys[(rng >> 8) % keys.size()];
+        Step last = Step::Edit;
+        for (unsigned char c : k) last = e.feed(c);
+        if (e.in_escape() && (rng & 1)) e.lone_escape();  // sometimes the pause after an Esc comes
+        if (last == Step::Line || last == Step::Eof || last == Step::Interrupt) {
+            ++lines;
+            e.start();
+            continue;
+        }
+        const std::string& t = e.text();
+        ASSERT_TRUE(valid_utf8_for_test(t)) << "step " << step;
+        ASSERT_LE(e.cursor(), t.size()) << "step " << step;
+        ASSERT_TRUE(e.cursor() == t.size() || (static_cast<unsigned char>(t[e.cursor()]) & 0xC0) != 0x80) << "step " << step;
+        for (int width : {8, 30, 80}) {
+            const std::string out = e.render("> ", width);
+            const size_t erase = out.find("\x1b[K\r");
+            ASSERT_NE(erase, std::string::npos);
+            // The prompt: "> ", or a search's "(reverse-i-search)`QUERY': " (no key types a quote or a colon).
+            const size_t prompt_end = out.compare(0, 3, "\r> ") == 0 ? 3 : out.find("': ") + 3;
+            ASSERT_LE(prompt_end, erase) << out;
+            const int prompt_cols = drawn_columns(out.substr(1, prompt_end - 1));
+            const int room = std::max(1, width - prompt_cols - 1);
+            EXPECT_LE(drawn_columns(out.substr(prompt_end, erase - prompt_end)), room) << "step " << step << " width " << width;
+            const int column = erase + 4 < out.size() ? std::atoi(out.c_str() + erase + 6) : 0;
+            EXPECT_GE(column, prompt_cols) << "step " << step;
+            EXPECT_LE(column, prompt_cols + room) << "step " << step;
+        }
+    }
+    EXPECT_GT(lines, 100);  // the walk went through many lines, not one long one
 }
 
 }  // namespace

@@ -98,6 +98,11 @@ void LineEditor::erase(size_t from, size_t to) {
     else if (cur_ > from) cur_ = from;
 }
 
+void LineEditor::kill(size_t from, size_t to) {
+    if (to > from) killed_ = buf_.substr(from, to - from);  // cutting nothing keeps what Ctrl-Y gives
+    erase(from, to);
+}
+
 void LineEditor::history_step(int dir) {
     if (dir < 0 && hist_ > 0) {
         if (hist_ == history_.size()) draft_ = buf_;
@@ -127,9 +132,9 @@ LineEditor::Step LineEditor::feed(unsigned char c) {
         } else if (c == 'f' || c == 'F') {
             cur_ = word_right(buf_, cur_);
         } else if (c == 'd' || c == 'D') {
-            erase(cur_, word_right(buf_, cur_));
+            kill(cur_, word_right(buf_, cur_));
         } else if (c == 127 || c == 8) {
-            erase(word_left(buf_, cur_), cur_);
+            kill(word_left(buf_, cur_), cur_);
         } else if (c == '\r') {  // Alt-Enter: a line break in the message, which goes on
             buf_.insert(cur_++, 1, '\n');
         } else {
@@ -291,11 +296,12 @@ LineEditor::Step LineEditor::key(unsigned char c) {
     case 6: cur_ = next_char(buf_, cur_); return Step::Edit;
     case 8:
     case 127: erase(prev_char(buf_, cur_), cur_); return Step::Edit;
-    case 11: erase(cur_, buf_.size()); return Step::Edit;
+    case 11: kill(cur_, buf_.size()); return Step::Edit;
     case 12: return Step::Clear;
     case 14: history_step(+1); return Step::Edit;
     case 16: history_step(-1); return Step::Edit;
-    case 21: erase(0, cur_); return Step::Edit;
+    case 21: kill(0, cur_); return Step::Edit;
+    case 25: buf_.insert(cur_, killed_); cur_ += killed_.size(); return Step::Edit;  // Ctrl-Y
     case '\t': return complete();
     case 26: return Step::Suspend;
     case 18:  // Ctrl-R: search the history backwards
@@ -310,7 +316,7 @@ LineEditor::Step LineEditor::key(unsigned char c) {
         size_t p = cur_;
         while (p > 0 && buf_[p - 1] == ' ') --p;
         while (p > 0 && buf_[p - 1] != ' ') --p;
-        erase(p, cur_);
+        kill(p, cur_);
         return Step::Edit;
     }
     case 27: esc_ = Esc::Started; return Step::Edit;

@@ -7,7 +7,8 @@
 // empty line and deletes forward otherwise. Left/Right, Ctrl-B/F: a character. Ctrl-Left/Right,
 // Alt-Left/Right, Alt-B/F: a word (letters, digits, '_'). Home/End, Ctrl-A/E: the ends. Up/Down,
 // Ctrl-P/N: history. Backspace, Delete; Ctrl-K/U: to the end / the start; Ctrl-W: the blank-delimited
-// word before the cursor; Alt-Backspace / Alt-D: the word before / after it. Ctrl-L: clear the screen.
+// word before the cursor; Alt-Backspace / Alt-D: the word before / after it; Ctrl-Y: puts back what the
+// last of those cut (kept from line to line). Ctrl-L: clear the screen.
 // Ctrl-Z: suspend. Ctrl-R: search the history backwards as you type (Ctrl-R again: an older match;
 // Ctrl-G: back to the line as it was; Enter: the match is the line; any other key takes the match and
 // acts on it). Tab: completion, where a completer is set and offers it (else a tab). A bracketed paste (ESC[200~ … ESC[201~, which Terminal turns on) is text: its line
@@ -76,12 +77,14 @@ private:
     void end_search(bool take_match);
     Step complete();                                   // Tab
     void erase(size_t from, size_t to);                // keeps the cursor where it was relative to the text
+    void kill(size_t from, size_t to);                 // erase, keeping the text for Ctrl-Y
 
     std::string buf_;
     size_t cur_ = 0;
     std::vector<std::string> history_;
     size_t hist_ = 0;     // the history entry shown; history_.size() is the line being typed
     std::string draft_;   // the line being typed, kept while history entries are shown
+    std::string killed_;  // the text the last Ctrl-K/U/W, Alt-D or Alt-Backspace cut, for Ctrl-Y
     bool added_ = false;
     Completer completer_;
     std::vector<std::string> listing_;

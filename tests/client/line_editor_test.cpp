@@ -59,6 +59,20 @@ TEST(LineEditor, ControlKeysMoveAndCut) {
     EXPECT_EQ(typed("\x7f\x02\x17" "a"), "a");                 // nothing to delete or move over at the start
 }
 
+TEST(LineEditor, CtrlYPutsBackWhatTheLastCutTook) {
+    EXPECT_EQ(typed("hello world\x17\x01\x19"), "worldhello ");         // Ctrl-W, then Ctrl-Y at the start
+    EXPECT_EQ(typed("abc\x01\x0b" "x\x19\x19"), "xabcabc");             // Ctrl-K; Ctrl-Y twice
+    EXPECT_EQ(typed("one two\x15\x19\x19"), "one twoone two");           // Ctrl-U
+    EXPECT_EQ(typed("foo.bar\x1b\x7f\x01\x19"), "barfoo.");             // Alt-Backspace
+    EXPECT_EQ(typed("keep\x0b\x19"), "keep");                          // Ctrl-K at the end cuts nothing: nothing to put
+    LineEditor e;  // what was cut stays for the next line, as in readline
+    e.start();
+    type(e, "cut me\x15\r");
+    e.start();
+    type(e, "\x19");
+    EXPECT_EQ(e.text(), "cut me");
+}
+
 TEST(LineEditor, CtrlDDeletesForwardOnALineAndEndsInputOnAnEmptyOne) {
     LineEditor e;
     e.start();
@@ -384,7 +398,7 @@ TEST(LineEditor, RandomKeysKeepTheLineWholeAndTheDrawingWithinTheWidth) {
         "a", "b", "z", "_", " ", " ", ".", "\xc3\xa9", "\xe5\xa5\xbd", "\t", "\x7f", "\x08", "\x01", "\x02", "\x05",
         "\x06", "\x0b", "\x15", "\x17", "\x0e", "\x10", "\x0c", "\x1a", "\x12", "\x07", "\x04", "\r", "\x03",
         "\x1b[D", "\x1b[C", "\x1b[A", "\x1b[B", "\x1b[H", "\x1b[F", "\x1bOD", "\x1b[3~", "\x1b[1;5D", "\x1b[1;5C",
-        "\x1b[15~", "\x1b" "b", "\x1b" "f", "\x1b" "d", "\x1b\x7f", "\x1b\r", "\x1b[200~", "\x1b[201~", "\x1b[1;",
+        "\x1b[15~", "\x1b" "b", "\x1b" "f", "\x1b" "d", "\x1b\x7f", "\x1b\r", "\x1b[200~", "\x1b[201~", "\x1b[1;", "\x19",
     };
     LineEditor e;
     e.set_completer([](const std::string& text, size_t cursor) {

@@ -84,6 +84,8 @@ void LineEditor::start() {
     paste_ = false;
     added_ = false;
     search_ = false;
+    undo_.clear();
+    typing_run_ = false;
 }
 
 void LineEditor::set_history(std::vector<std::string> entries) {
@@ -114,7 +116,36 @@ void LineEditor::history_step(int dir) {
     cur_ = buf_.size();
 }
 
+void LineEditor::remember() {
+    if (!undo_.empty() && undo_.back().first == buf_) {  // the same line: only the cursor moved since
+        undo_.back().second = cur_;
+        return;
+    }
+    undo_.emplace_back(buf_, cur_);
+    if (undo_.size() > kMaxUndo) undo_.erase(undo_.begin());
+}
+
+void LineEditor::undo() {
+    while (!undo_.empty() && undo_.back().first == buf_) undo_.pop_back();  // steps that changed nothing
+    if (undo_.empty()) return;
+    buf_ = std::move(undo_.back().first);
+    cur_ = undo_.back().second;
+    undo_.pop_back();
+}
+
 LineEditor::Step LineEditor::feed(unsigned char c) {
+    // What Ctrl-_ goes back to: the line before each editing key, before each key sequence (Alt-D, a
+    // paste…), and before each run of typed characters as a whole. Not inside a paste or a search.
+    if (esc_ == Esc::None && !paste_ && !search_) {
+        const bool typing = c >= 32 && c != 127;
+        if (c == 31) {
+            typing_run_ = false;
+            undo();
+            return Step::Edit;
+        }
+        if (!typing || !typing_run_) remember();
+        typing_run_ = typing;
+    }
     switch (esc_) {
     case Esc::None:
         return plain(c);

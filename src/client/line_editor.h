@@ -8,7 +8,8 @@
 // Alt-Left/Right, Alt-B/F: a word (letters, digits, '_'). Home/End, Ctrl-A/E: the ends. Up/Down,
 // Ctrl-P/N: history. Backspace, Delete; Ctrl-K/U: to the end / the start; Ctrl-W: the blank-delimited
 // word before the cursor; Alt-Backspace / Alt-D: the word before / after it; Ctrl-Y: puts back what the
-// last of those cut (kept from line to line). Ctrl-L: clear the screen.
+// last of those cut (kept from line to line). Ctrl-_: undo (a run of typing is one step). Ctrl-L: clear
+// the screen.
 // Ctrl-Z: suspend. Ctrl-R: search the history backwards as you type (Ctrl-R again: an older match;
 // Ctrl-G: back to the line as it was; Enter: the match is the line; any other key takes the match and
 // acts on it). Tab: completion, where a completer is set and offers it (else a tab). A bracketed paste (ESC[200~ … ESC[201~, which Terminal turns on) is text: its line
@@ -17,6 +18,7 @@
 #include <cstddef>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace flint::client {
@@ -64,6 +66,7 @@ public:
     std::string render(const std::string& prompt, int width) const;
 
     static constexpr size_t kMaxHistory = 1000;
+    static constexpr size_t kMaxUndo = 100;
 
 private:
     enum class Esc { None, Started, Csi, Ss3 };
@@ -78,6 +81,8 @@ private:
     Step complete();                                   // Tab
     void erase(size_t from, size_t to);                // keeps the cursor where it was relative to the text
     void kill(size_t from, size_t to);                 // erase, keeping the text for Ctrl-Y
+    void remember();                                   // the line as it is, for Ctrl-_
+    void undo();
 
     std::string buf_;
     size_t cur_ = 0;
@@ -85,6 +90,8 @@ private:
     size_t hist_ = 0;     // the history entry shown; history_.size() is the line being typed
     std::string draft_;   // the line being typed, kept while history entries are shown
     std::string killed_;  // the text the last Ctrl-K/U/W, Alt-D or Alt-Backspace cut, for Ctrl-Y
+    std::vector<std::pair<std::string, size_t>> undo_;  // lines (and cursors) Ctrl-_ goes back to, oldest first
+    bool typing_run_ = false;  // the last key typed a character: the next one joins its undo step
     bool added_ = false;
     Completer completer_;
     std::vector<std::string> listing_;

@@ -73,6 +73,39 @@ TEST(LineEditor, CtrlYPutsBackWhatTheLastCutTook) {
     EXPECT_EQ(e.text(), "cut me");
 }
 
+TEST(LineEditor, CtrlUnderscoreUndoesEditsARunOfTypingAsOneStep) {
+    LineEditor e;
+    e.start();
+    type(e, "hello world\x17");  // one run of typing, then Ctrl-W
+    EXPECT_EQ(e.text(), "hello ");
+    type(e, "\x1f");
+    EXPECT_EQ(e.text(), "hello world");
+    EXPECT_EQ(e.cursor(), 11u);
+    type(e, "\x1f");
+    EXPECT_EQ(e.text(), "");
+    type(e, "\x1f");  // nothing left to undo
+    EXPECT_EQ(e.text(), "");
+    e.start();
+    type(e, "ab" + kLeft + kLeft + "x\x1f");  // moving is not a step: the undo takes back the "x"
+    EXPECT_EQ(e.text(), "ab");
+    EXPECT_EQ(e.cursor(), 0u);
+    type(e, "\x1f");
+    EXPECT_EQ(e.text(), "");
+    e.start();
+    type(e, "say \x1b[200~line one\rline two\x1b[201~!\x1f");  // the "!" alone, then the whole paste
+    EXPECT_EQ(e.text(), "say line one\nline two");
+    type(e, "\x1f");
+    EXPECT_EQ(e.text(), "say ");
+    e.start();
+    type(e, "foo bar\x01\x1b" "d\x0b\x1f");  // Alt-D, Ctrl-K: undone one at a time
+    EXPECT_EQ(e.text(), " bar");
+    type(e, "\x1f");
+    EXPECT_EQ(e.text(), "foo bar");
+    e.start();  // a new line starts with nothing to undo
+    type(e, "\x1f");
+    EXPECT_EQ(e.text(), "");
+}
+
 TEST(LineEditor, CtrlDDeletesForwardOnALineAndEndsInputOnAnEmptyOne) {
     LineEditor e;
     e.start();
@@ -398,7 +431,7 @@ TEST(LineEditor, RandomKeysKeepTheLineWholeAndTheDrawingWithinTheWidth) {
         "a", "b", "z", "_", " ", " ", ".", "\xc3\xa9", "\xe5\xa5\xbd", "\t", "\x7f", "\x08", "\x01", "\x02", "\x05",
         "\x06", "\x0b", "\x15", "\x17", "\x0e", "\x10", "\x0c", "\x1a", "\x12", "\x07", "\x04", "\r", "\x03",
         "\x1b[D", "\x1b[C", "\x1b[A", "\x1b[B", "\x1b[H", "\x1b[F", "\x1bOD", "\x1b[3~", "\x1b[1;5D", "\x1b[1;5C",
-        "\x1b[15~", "\x1b" "b", "\x1b" "f", "\x1b" "d", "\x1b\x7f", "\x1b\r", "\x1b[200~", "\x1b[201~", "\x1b[1;", "\x19",
+        "\x1b[15~", "\x1b" "b", "\x1b" "f", "\x1b" "d", "\x1b\x7f", "\x1b\r", "\x1b[200~", "\x1b[201~", "\x1b[1;", "\x19", "\x1f",
     };
     LineEditor e;
     e.set_completer([](const std::string& text, size_t cursor) {

@@ -36,11 +36,9 @@ std::string trim(const std::string& s) {
 
 // A path as typed at the prompt, read as a shell would: quotes around it dropped, else a leading ~/ (or ~
 // alone) made $HOME.
-std::string typed_path(std::string p) {
+std::string typed_path(const std::string& p) {
     if (p.size() >= 2 && (p.front() == '"' || p.front() == '\'') && p.back() == p.front()) return p.substr(1, p.size() - 2);
-    const char* home = std::getenv("HOME");
-    if (home && *home && (p == "~" || p.rfind("~/", 0) == 0)) p = home + p.substr(1);
-    return p;
+    return expand_home(p);
 }
 
 class Session {

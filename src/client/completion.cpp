@@ -1,8 +1,9 @@
 #include "client/completion.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <filesystem>
+
+#include "client/files.h"
 
 namespace flint::client {
 namespace {
@@ -47,14 +48,11 @@ LineEditor::Completion complete_chat_line(const std::string& text, size_t cursor
     // The directory part as typed ("~/src/"), and as the file system knows it ("/home/me/src/").
     const size_t slash = typed.rfind('/');
     const std::string dir_typed = slash == std::string::npos ? "" : typed.substr(0, slash + 1);
-    std::string dir = dir_typed;
-    const char* home = std::getenv("HOME");
-    if (home && *home && dir.rfind("~/", 0) == 0) dir = home + dir.substr(1);
-    if (typed == "~" && home && *home) {  // "~" alone: the home directory itself
+    if (typed == "~" && expand_home(typed) != typed) {  // "~" alone: the home directory itself
         c.candidates.push_back("~/");
         return c;
     }
-    for (const std::string& name : directory_matches(dir, typed.substr(dir_typed.size()), kMaxCandidates))
+    for (const std::string& name : directory_matches(expand_home(dir_typed), typed.substr(dir_typed.size()), kMaxCandidates))
         c.candidates.push_back(dir_typed + name + (name.back() == '/' ? "" : " "));
     return c;
 }

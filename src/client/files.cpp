@@ -1,6 +1,7 @@
 #include "client/files.h"
 
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -46,6 +47,12 @@ void write_text_file(const std::string& path, const std::string& text) {
         fs::remove(tmp, ec);
         fail(path, ": cannot replace the file: ", ec.message());
     }
+}
+
+std::string expand_home(const std::string& path) {
+    const char* home = std::getenv("HOME");
+    if (!home || !*home || !(path == "~" || path.rfind("~/", 0) == 0)) return path;
+    return home + path.substr(1);
 }
 
 }  // namespace flint::client

@@ -55,8 +55,9 @@ WeightView matrix(const gguf::File& f, const std::string& name, int64_t rows, in
     const gguf::TensorInfo& t = require(f, name);
     check_shape(f, t, {cols, rows});
     switch (t.type) {
-        case DType::F32: case DType::F16: case DType::BF16: case DType::Q8_0: case DType::Q4_0:
-        case DType::Q5_0: case DType::Q4_K: case DType::Q5_K: case DType::Q6_K: break;
+        case DType::F32: case DType::F16: case DType::BF16: case DType::Q8_0: case DType::Q4_0: case DType::Q4_1:
+        case DType::Q5_0: case DType::Q5_1: case DType::Q2_K: case DType::Q3_K: case DType::Q4_K: case DType::Q5_K:
+        case DType::Q6_K: break;
         default: fail(f.path(), ": tensor ", name, ": type ", dtype_name(t.type), " is not supported for matrices");
     }
     return WeightView{t.type, aligned(t, owned), rows, cols};

@@ -41,31 +41,31 @@ struct Q8_0W {
     static __m256i load(const Block& b) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs)); }
 };
 
+// A 32-element block's nibbles as bytes: low nibbles are elements 0..15, high nibbles 16..31.
+inline __m256i block_nibbles(const uint8_t* qs) {
+    const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+    return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), _mm256_set1_epi8(0x0f));
+}
+
+// Q5_0 / Q5_1's 32 fifth bits spread to bytes (0xFF where set): byte i <- byte i/8 of qh, then test bit i%8.
+inline __m256i fifth_bits(const uint8_t* qh) {
+    const __m256i spread = _mm256_shuffle_epi8(
+        _mm256_set1_epi32(int(q5_high_bits(qh))),
+        _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0x0000000000000000));
+    const __m256i bit = _mm256_set1_epi64x(int64_t(0x8040201008040201));
+    return _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
+}
+
 struct Q4_0W {
     using Block = BlockQ4_0;
-    static __m256i load(const Block& b) {
-        // Low nibbles are elements 0..15, high nibbles 16..31.
-        const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs));
-        const __m256i v = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), _mm256_set1_epi8(0x0f));
-        return _mm256_sub_epi8(v, _mm256_set1_epi8(8));
-    }
+    static __m256i load(const Block& b) { return _mm256_sub_epi8(block_nibbles(b.qs), _mm256_set1_epi8(8)); }
 };
 
 struct Q5_0W {
     using Block = BlockQ5_0;
     static __m256i load(const Block& b) {
-        const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs));
-        const __m256i lo4 = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), _mm256_set1_epi8(0x0f));
-        // Spread the 32 fifth bits to bytes: byte i <- byte i/8 of qh, then test bit i%8.
-        uint32_t qh;
-        std::memcpy(&qh, b.qh, 4);
-        const __m256i spread = _mm256_shuffle_epi8(
-            _mm256_set1_epi32(int(qh)),
-            _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0x0000000000000000));
-        const __m256i bit = _mm256_set1_epi64x(int64_t(0x8040201008040201));
-        const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
         // value = nibble + 16*bit - 16: where the bit is clear, OR in 0xF0 (= nibble - 16 as int8).
-        return _mm256_or_si256(lo4, _mm256_andnot_si256(set, _mm256_set1_epi8(int8_t(0xf0))));
+        return _mm256_or_si256(block_nibbles(b.qs), _mm256_andnot_si256(fifth_bits(b.qh), _mm256_set1_epi8(int8_t(0xf0))));
     }
 };
 
@@ -97,6 +97,57 @@ void tile_q8_rt(int64_t nb, const void* w, size_t ws, const void* a, size_t as, 
                 const __m256i p16 = _mm256_maddubs_epi16(wabs[r], _mm256_sign_epi8(av, wv[r]));
                 const __m256 p = _mm256_cvtepi32_ps(_mm256_madd_epi16(p16, ones));
                 acc[r][t] = _mm256_fmadd_ps(p, _mm256_set1_ps(dw[r] * da), acc[r][t]);
+            }
+        }
+    }
+    for (int r = 0; r < R; ++r)
+        for (int t = 0; t < T; ++t) y[t * ldy + r] = hsum(acc[r][t]);
+}
+
+// Q4_1 / Q5_1: unsigned levels (0..15 / 0..31) and a minimum, x = d*q + m. VPMADDUBSW takes the levels as its
+// unsigned operand directly; the minimum meets the activation block's sum, m * d_a * sum(a), kept spread over
+// the same 8 lanes (one sum per token and block, shared by the R rows).
+struct Q4_1W {
+    using Block = BlockQ4_1;
+    static __m256i load(const Block& b) { return block_nibbles(b.qs); }
+};
+
+struct Q5_1W {
+    using Block = BlockQ5_1;
+    static __m256i load(const Block& b) {
+        return _mm256_or_si256(block_nibbles(b.qs), _mm256_and_si256(fifth_bits(b.qh), _mm256_set1_epi8(0x10)));
+    }
+};
+
+template <typename W, int R, int T>
+void tile_q81_rt(int64_t nb, const void* w, size_t ws, const void* a, size_t as, float* y, int64_t ldy) {
+    using B = typename W::Block;
+    const B* wr[R];
+    const BlockQ8_0* at[T];
+    for (int r = 0; r < R; ++r) wr[r] = row_ptr<B>(w, ws, r);
+    for (int t = 0; t < T; ++t) at[t] = row_ptr<BlockQ8_0>(a, as, t);
+    __m256 acc[R][T];
+    for (int r = 0; r < R; ++r)
+        for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
+    const __m256i ones = _mm256_set1_epi16(1);
+    const __m256i ones8 = _mm256_set1_epi8(1);
+    for (int64_t b = 0; b < nb; ++b) {
+        __m256i wv[R];
+        float dw[R], mw[R];
+        for (int r = 0; r < R; ++r) {
+            _mm_prefetch(reinterpret_cast<const char*>(wr[r] + b) + kPrefetchBytes, _MM_HINT_T0);
+            wv[r] = W::load(wr[r][b]);
+            dw[r] = half(wr[r][b].d);
+            mw[r] = half(wr[r][b].m);
+        }
+        for (int t = 0; t < T; ++t) {
+            const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(at[t][b].qs));
+            const float da = half(at[t][b].d);
+            const __m256 asum = _mm256_cvtepi32_ps(_mm256_madd_epi16(_mm256_maddubs_epi16(ones8, av), ones));
+            for (int r = 0; r < R; ++r) {
+                const __m256 p = _mm256_cvtepi32_ps(_mm256_madd_epi16(_mm256_maddubs_epi16(wv[r], av), ones));
+                acc[r][t] = _mm256_fmadd_ps(p, _mm256_set1_ps(dw[r] * da), acc[r][t]);
+                acc[r][t] = _mm256_fmadd_ps(asum, _mm256_set1_ps(mw[r] * da), acc[r][t]);
             }
         }
     }
@@ -150,6 +201,21 @@ struct Q8Kernel {
 template <typename W>
 void tile_q8(int64_t cols, const void* w, size_t ws, int nr, const void* a, size_t as, int nt, float* y, int64_t ldy) {
     walk_tokens<Q8Kernel<W>::template K, 2>(cols, w, ws, nr, a, as, nt, y, ldy);
+}
+
+template <typename W>
+struct Q81Kernel {
+    template <int R, int T>
+    struct K {
+        static void run(int64_t n, const void* w, size_t ws, const void* a, size_t as, float* y, int64_t ldy) {
+            tile_q81_rt<W, R, T>(n / QK, w, ws, a, as, y, ldy);
+        }
+    };
+};
+
+template <typename W>
+void tile_q81(int64_t cols, const void* w, size_t ws, int nr, const void* a, size_t as, int nt, float* y, int64_t ldy) {
+    walk_tokens<Q81Kernel<W>::template K, 2>(cols, w, ws, nr, a, as, nt, y, ldy);
 }
 
 // ---- float weights (F32 / F16 / BF16) against f32 activations --------------------------------------
@@ -291,6 +357,55 @@ void unpack_q6_k_avx2(const BlockQ6_K& b, KUnpacked& u) {
         u.m[2 * c] = int16_t(32 * s0);
         u.m[2 * c + 1] = int16_t(32 * s1);
     }
+    u.d = u.dmin = half(b.d);
+}
+
+// Q2_K / Q3_K: per 128 elements, four 2-bit planes of the same 32 bytes (element 32k + l in bits 2k, 2k + 1).
+void spread_k2_levels(const uint8_t* qs, uint8_t* q) {
+    for (int h = 0; h < 2; ++h) {
+        const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * h));
+        for (int k = 0; k < 4; ++k)
+            _mm256_store_si256(reinterpret_cast<__m256i*>(q + 128 * h + 32 * k),
+                               _mm256_and_si256(_mm256_srli_epi16(raw, 2 * k), _mm256_set1_epi8(3)));
+    }
+}
+
+// Sixteen per-16 scales into KUnpacked's per-32-chunk lanes.
+void set_k16_scales(const int16_t (&sc)[16], KUnpacked& u) {
+    for (int c = 0; c < 8; ++c)
+        _mm256_store_si256(reinterpret_cast<__m256i*>(u.sc[c]),
+                           _mm256_set_m128i(_mm_set1_epi16(sc[2 * c + 1]), _mm_set1_epi16(sc[2 * c])));
+}
+
+void unpack_q2_k_avx2(const BlockQ2_K& b, KUnpacked& u) {
+    spread_k2_levels(b.qs, u.q);
+    int16_t sc[16];
+    for (int s = 0; s < 16; ++s) {
+        sc[s] = int16_t(b.scales[s] & 15);
+        u.m[s] = int16_t(b.scales[s] >> 4);
+    }
+    set_k16_scales(sc, u);
+    u.d = half(b.d);
+    u.dmin = half(b.dmin);
+}
+
+// Q3_K's level q - 4 * !high is stored as q + 4 * high (0..7), its -4 folded into a "min" of 4 * scale (with
+// multiplier d), as Q6_K folds its -32.
+void unpack_q3_k_avx2(const BlockQ3_K& b, KUnpacked& u) {
+    spread_k2_levels(b.qs, u.q);
+    const __m256i hb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.hmask));
+    for (int c = 0; c < 8; ++c) {  // chunk c = 4 h + k takes bit c of hmask[l] for its element l
+        const __m256i bit = _mm256_set1_epi8(int8_t(1 << c));
+        const __m256i high = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hb, bit), bit), _mm256_set1_epi8(4));
+        __m256i* dst = reinterpret_cast<__m256i*>(u.q + 32 * c);
+        _mm256_store_si256(dst, _mm256_or_si256(_mm256_load_si256(dst), high));
+    }
+    int16_t sc[16];
+    for (int s = 0; s < 16; ++s) {
+        sc[s] = int16_t(q3k_scale(b.scales, s) - 32);
+        u.m[s] = int16_t(4 * sc[s]);
+    }
+    set_k16_scales(sc, u);
     u.d = u.dmin = half(b.d);
 }
 
@@ -769,6 +884,10 @@ void fill_avx2(KernelSet& k) {
     k.tile[id(DType::Q8_0)] = tile_q8<Q8_0W>;
     k.tile[id(DType::Q4_0)] = tile_q8<Q4_0W>;
     k.tile[id(DType::Q5_0)] = tile_q8<Q5_0W>;
+    k.tile[id(DType::Q4_1)] = tile_q81<Q4_1W>;
+    k.tile[id(DType::Q5_1)] = tile_q81<Q5_1W>;
+    k.tile[id(DType::Q2_K)] = tile_k<BlockQ2_K, unpack_q2_k_avx2>;
+    k.tile[id(DType::Q3_K)] = tile_k<BlockQ3_K, unpack_q3_k_avx2>;
     k.tile[id(DType::Q4_K)] = tile_k<BlockQ4_K, unpack_q4_k_avx2>;
     k.tile[id(DType::Q5_K)] = tile_k<BlockQ5_K, unpack_q5_k_avx2>;
     k.tile[id(DType::Q6_K)] = tile_k<BlockQ6_K, unpack_q6_k_avx2>;

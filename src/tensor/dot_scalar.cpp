@@ -47,6 +47,61 @@ float dot_q5_0(int64_t cols, const BlockQ5_0* w, const BlockQ8_0* a) {
     return sum;
 }
 
+// Q4_1 / Q5_1: x = d*q + m, so dot = d_a * (d * sum(q*a) + m * sum(a)).
+template <bool kFifthBit, typename Block>
+float dot_q45_1(int64_t cols, const Block* w, const BlockQ8_0* a) {
+    float sum = 0;
+    for (int64_t b = 0; b < cols / QK; ++b) {
+        uint32_t qh = 0;
+        if constexpr (kFifthBit) qh = q5_high_bits(w[b].qh);
+        int isum = 0, asum = 0;
+        for (int j = 0; j < QK / 2; ++j) {
+            const int lo = (w[b].qs[j] & 0xf) | int(((qh >> j) & 1) << 4);
+            const int hi = (w[b].qs[j] >> 4) | int(((qh >> (j + QK / 2)) & 1) << 4);
+            isum += lo * a[b].qs[j] + hi * a[b].qs[j + QK / 2];
+            asum += a[b].qs[j] + a[b].qs[j + QK / 2];
+        }
+        const float da = fp16_to_fp32(a[b].d);
+        sum += fp16_to_fp32(w[b].d) * da * float(isum) + fp16_to_fp32(w[b].m) * da * float(asum);
+    }
+    return sum;
+}
+
+float dot_q4_1(int64_t cols, const BlockQ4_1* w, const BlockQ8_0* a) { return dot_q45_1<false>(cols, w, a); }
+float dot_q5_1(int64_t cols, const BlockQ5_1* w, const BlockQ8_0* a) { return dot_q45_1<true>(cols, w, a); }
+
+// Q2_K: x = d*sc_s*q - dmin*m_s per 16-element sub-block s; the mins meet Q8_K's per-16 sums (bsums).
+float dot_q2_k(int64_t cols, const BlockQ2_K* w, const BlockQ8_K* a) {
+    float sum = 0;
+    for (int64_t b = 0; b < cols / QK_K; ++b) {
+        int qsum = 0, msum = 0;
+        for (int s = 0; s < 16; ++s) {
+            int isum = 0;
+            for (int e = 16 * s; e < 16 * s + 16; ++e) isum += k2_level(w[b].qs, e) * a[b].qs[e];
+            qsum += (w[b].scales[s] & 15) * isum;
+            msum += (w[b].scales[s] >> 4) * a[b].bsums[s];
+        }
+        sum += a[b].d * (fp16_to_fp32(w[b].d) * float(qsum) - fp16_to_fp32(w[b].dmin) * float(msum));
+    }
+    return sum;
+}
+
+// Q3_K: x = d*(s_j - 32)*level, level = q - 4 where the high bit is clear (-4..3).
+float dot_q3_k(int64_t cols, const BlockQ3_K* w, const BlockQ8_K* a) {
+    float sum = 0;
+    for (int64_t b = 0; b < cols / QK_K; ++b) {
+        int qsum = 0;
+        for (int s = 0; s < 16; ++s) {
+            int isum = 0;
+            for (int e = 16 * s; e < 16 * s + 16; ++e)
+                isum += (k2_level(w[b].qs, e) - (q3k_high_bit(w[b].hmask, e) ? 0 : 4)) * a[b].qs[e];
+            qsum += (q3k_scale(w[b].scales, s) - 32) * isum;
+        }
+        sum += a[b].d * fp16_to_fp32(w[b].d) * float(qsum);
+    }
+    return sum;
+}
+
 // Q4_K / Q5_K: x = d*sc_j*q - dmin*m_j per 32-element sub-block j, so
 // dot = d_a * (d * sum_j sc_j * sum(q*a) - dmin * sum_j m_j * sum(a)); sum(a) comes from bsums.
 template <bool kFifthBit, typename Block>
@@ -186,8 +241,8 @@ constexpr int id(DType t) { return static_cast<int>(t); }
 
 DType activation_type(DType w) {
     switch (w) {
-        case DType::Q4_0: case DType::Q5_0: case DType::Q8_0: return DType::Q8_0;
-        case DType::Q4_K: case DType::Q5_K: case DType::Q6_K: case DType::Q4_K_R16: case DType::Q5_K_R16:
+        case DType::Q4_0: case DType::Q4_1: case DType::Q5_0: case DType::Q5_1: case DType::Q8_0: return DType::Q8_0;
+        case DType::Q2_K: case DType::Q3_K: case DType::Q4_K: case DType::Q5_K: case DType::Q6_K: case DType::Q4_K_R16: case DType::Q5_K_R16:
         case DType::Q6_K_R16: case DType::Q4_K_R8: case DType::Q5_K_R8: case DType::Q6_K_R8:
             return DType::Q8_K;
         case DType::Q8_0_R16: case DType::Q4_0_R16: case DType::Q5_0_R16: case DType::Q8_0_R8: case DType::Q4_0_R8:
@@ -204,6 +259,10 @@ void fill_scalar(KernelSet& k) {
     k.tile[id(DType::Q8_0)] = tile_scalar<BlockQ8_0, BlockQ8_0, dot_q8_0>;
     k.tile[id(DType::Q4_0)] = tile_scalar<BlockQ4_0, BlockQ8_0, dot_q4_0>;
     k.tile[id(DType::Q5_0)] = tile_scalar<BlockQ5_0, BlockQ8_0, dot_q5_0>;
+    k.tile[id(DType::Q4_1)] = tile_scalar<BlockQ4_1, BlockQ8_0, dot_q4_1>;
+    k.tile[id(DType::Q5_1)] = tile_scalar<BlockQ5_1, BlockQ8_0, dot_q5_1>;
+    k.tile[id(DType::Q2_K)] = tile_scalar<BlockQ2_K, BlockQ8_K, dot_q2_k>;
+    k.tile[id(DType::Q3_K)] = tile_scalar<BlockQ3_K, BlockQ8_K, dot_q3_k>;
     k.tile[id(DType::Q4_K)] = tile_scalar<BlockQ4_K, BlockQ8_K, dot_q4_k>;
     k.tile[id(DType::Q5_K)] = tile_scalar<BlockQ5_K, BlockQ8_K, dot_q5_k>;
     k.tile[id(DType::Q6_K)] = tile_scalar<BlockQ6_K, BlockQ8_K, dot_q6_k>;

@@ -21,11 +21,20 @@ constexpr int QK = 32;    // elements per block for Q4_0, Q5_0, Q8_0
 constexpr int QK_K = 256; // elements per super-block for K-quants
 
 struct BlockQ4_0 { uint16_t d; uint8_t qs[QK / 2]; };
+struct BlockQ4_1 { uint16_t d; uint16_t m; uint8_t qs[QK / 2]; };  // x = d * q + m, q = 0..15
 struct BlockQ5_0 { uint16_t d; uint8_t qh[4]; uint8_t qs[QK / 2]; };
+struct BlockQ5_1 { uint16_t d; uint16_t m; uint8_t qh[4]; uint8_t qs[QK / 2]; };  // x = d * q + m, q = 0..31
 struct BlockQ8_0 { uint16_t d; int8_t qs[QK]; };
 struct BlockQ4_K { uint16_t d; uint16_t dmin; uint8_t scales[12]; uint8_t qs[QK_K / 2]; };
 struct BlockQ5_K { uint16_t d; uint16_t dmin; uint8_t scales[12]; uint8_t qh[QK_K / 8]; uint8_t qs[QK_K / 2]; };
 struct BlockQ6_K { uint8_t ql[QK_K / 2]; uint8_t qh[QK_K / 4]; int8_t scales[QK_K / 16]; uint16_t d; };
+// Q2_K: sixteen 16-element sub-blocks, x = d * (scales[s] & 15) * q - dmin * (scales[s] >> 4), q = 0..3;
+// element 128 h + 32 k + l (h = 0..1, k = 0..3, l = 0..31) is bits 2k, 2k + 1 of qs[32 h + l].
+struct BlockQ2_K { uint8_t scales[QK_K / 16]; uint8_t qs[QK_K / 4]; uint16_t d; uint16_t dmin; };
+// Q3_K: sixteen 16-element sub-blocks, x = d * (s - 32) * (q - 4 * !high), s a 6-bit scale packed into 12
+// bytes (q3k_scale), q = 0..3 placed in qs as Q2_K's levels, the high bit of element 128 h + 32 k + l bit 4 h + k
+// of hmask[l].
+struct BlockQ3_K { uint8_t hmask[QK_K / 8]; uint8_t qs[QK_K / 4]; uint8_t scales[12]; uint16_t d; };
 struct BlockQ8_K { float d; int8_t qs[QK_K]; int16_t bsums[QK_K / 16]; };  // activations for K-quant dots
 // Sixteen rows' block b side by side (tensor/repack.h), in 4-element quads so that 32-bit lane i of a
 // 512-bit register holds row i: qs[64 k + 4 i + j] is row i's element 4k + j (Q8_0, k = 0..7, made
@@ -172,12 +181,13 @@ static_assert(sizeof(BlockQ8_0R16) == 16 * 34 && sizeof(BlockQ4_0R16) == 16 * 18
 static_assert(sizeof(BlockQ8_0R8) == 8 * 34 && sizeof(BlockQ4_0R8) == 8 * 18 && sizeof(BlockQ5_0R8) == 8 * 22 && sizeof(BlockQ4_KR8) == 8 * 144 &&
               sizeof(BlockQ5_KR8) == 8 * 176 && sizeof(BlockQ6_KR8) == 8 * 210);
 static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ5_0) == 22 && sizeof(BlockQ8_0) == 34);
+static_assert(sizeof(BlockQ4_1) == 20 && sizeof(BlockQ5_1) == 24 && sizeof(BlockQ2_K) == 84 && sizeof(BlockQ3_K) == 110);
 static_assert(sizeof(BlockQ4_K) == 144 && sizeof(BlockQ5_K) == 176 && sizeof(BlockQ6_K) == 210);
 static_assert(sizeof(BlockQ8_K) == 292);
 
 // ---- whole rows ------------------------------------------------------------------------------------
-// n must be a multiple of the type's block size. Types: F32, F16, BF16, Q4_0, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K
-// (and Q8_K for activations). Throws flint::Error for types it cannot convert.
+// n must be a multiple of the type's block size. Types: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K,
+// Q3_K, Q4_K, Q5_K, Q6_K (and Q8_K for activations). Throws flint::Error for types it cannot convert.
 void quantize_row_ref(DType t, const float* x, void* out, int64_t n);
 void dequantize_row_ref(DType t, const void* in, float* out, int64_t n);
 bool can_quantize(DType t);    // quantize_row_ref supports it

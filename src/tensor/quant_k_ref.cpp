@@ -1,5 +1,5 @@
 // flint/tensor/quant_k_ref.cpp — scalar reference conversions for the K-quant super-block formats
-// (Q4_K, Q5_K, Q6_K; 256 elements each).
+// (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K; 256 elements each).
 //
 // Quantizing is a search, not a formula: for each sub-block we look for the (scale, min) — or the
 // symmetric scale for Q6_K — that minimises a weighted squared error, trying a handful of candidate
@@ -159,7 +159,73 @@ void quantize_k_scales(const float* x, int nmax, float rmin, int nstep, uint16_t
     }
 }
 
+// Element e's level in Q2_K / Q3_K's two-bit layout (quant_internal.h k2_level), qs cleared first.
+void set_k2_level(uint8_t* qs, int e, int level) { qs[32 * (e / 128) + e % 32] |= uint8_t(level << (2 * ((e % 128) / 32))); }
+
 }  // namespace
+
+void quantize_q2_k(const float* x, BlockQ2_K* y, int64_t n) {
+    uint8_t L[QK_K];
+    for (int64_t b = 0; b < n / QK_K; ++b, x += QK_K) {
+        // Sixteen (scale, min) fits of 16 elements to levels 0..3, then both quantized to 4 bits against
+        // the super-block's d and dmin, and the levels recomputed with what is stored.
+        float scales[16], mins[16], w[16], max_scale = 0, max_min = 0;
+        for (int j = 0; j < 16; ++j) {
+            for (int i = 0; i < 16; ++i) w[i] = std::fabs(x[16 * j + i]);
+            scales[j] = fit_scale_min(x + 16 * j, w, 16, 3, L + 16 * j, mins[j], -0.5f, 0.1f, 15);
+            max_scale = std::max(max_scale, scales[j]);
+            max_min = std::max(max_min, mins[j]);
+        }
+        y[b].d = fp32_to_fp16(max_scale / 15.0f);
+        y[b].dmin = fp32_to_fp16(max_min / 15.0f);
+        const float d = fp16_to_fp32(y[b].d), dmin = fp16_to_fp32(y[b].dmin);
+        std::memset(y[b].qs, 0, sizeof y[b].qs);
+        for (int j = 0; j < 16; ++j) {
+            const int ls = d > 0 ? std::clamp(nearest(scales[j] / d), 0, 15) : 0;
+            const int lm = dmin > 0 ? std::clamp(nearest(mins[j] / dmin), 0, 15) : 0;
+            y[b].scales[j] = uint8_t(ls | (lm << 4));
+            const float ds = d * ls, dm = dmin * lm;
+            for (int i = 0; i < 16; ++i) {
+                const int e = 16 * j + i;
+                set_k2_level(y[b].qs, e, ds == 0 ? 0 : std::clamp(nearest((x[e] + dm) / ds), 0, 3));
+            }
+        }
+    }
+}
+
+void quantize_q3_k(const float* x, BlockQ3_K* y, int64_t n) {
+    int8_t L[QK_K];
+    for (int64_t b = 0; b < n / QK_K; ++b, x += QK_K) {
+        // Sixteen symmetric fits of 16 elements to levels -4..3, the scales quantized to 6 bits (-32..31)
+        // against the super-block's d, the levels recomputed with the stored scales.
+        float scales[16], max_scale = 0, amax_scale = 0;
+        for (int j = 0; j < 16; ++j) {
+            scales[j] = fit_scale_symmetric(x + 16 * j, 16, 4, L + 16 * j);
+            if (std::fabs(scales[j]) > amax_scale) { amax_scale = std::fabs(scales[j]); max_scale = scales[j]; }
+        }
+        std::memset(&y[b], 0, sizeof y[b]);
+        int ls[16] = {};
+        float d = 0;
+        if (amax_scale > 0) {
+            const float iscale = -32.0f / max_scale;
+            y[b].d = fp32_to_fp16(1.0f / iscale);
+            d = fp16_to_fp32(y[b].d);
+            for (int j = 0; j < 16; ++j) ls[j] = std::clamp(nearest(iscale * scales[j]), -32, 31);
+        }
+        for (int j = 0; j < 16; ++j) {
+            const int s = ls[j] + 32;  // low four bits: nibble j / 8 of byte j % 8; top two: byte 8 + j % 4
+            y[b].scales[j % 8] |= uint8_t((s & 15) << (4 * (j / 8)));
+            y[b].scales[8 + j % 4] |= uint8_t((s >> 4) << (2 * (j / 4)));
+            const float ds = d * ls[j];
+            for (int i = 0; i < 16; ++i) {
+                const int e = 16 * j + i;
+                const int level = (ds == 0 ? 0 : std::clamp(nearest(x[e] / ds), -4, 3)) + 4;  // 0..7
+                set_k2_level(y[b].qs, e, level & 3);
+                y[b].hmask[e % 32] |= uint8_t((level >> 2) << (4 * (e / 128) + (e % 128) / 32));
+            }
+        }
+    }
+}
 
 void quantize_q4_k(const float* x, BlockQ4_K* y, int64_t n) {
     uint8_t L[QK_K];
@@ -221,6 +287,26 @@ void quantize_q6_k(const float* x, BlockQ6_K* y, int64_t n) {
                 ql[l + 32] = uint8_t((q[l + 32] & 0xf) | ((q[l + 96] & 0xf) << 4));
                 qh[l] = uint8_t((q[l] >> 4) | ((q[l + 32] >> 4) << 2) | ((q[l + 64] >> 4) << 4) | ((q[l + 96] >> 4) << 6));
             }
+        }
+    }
+}
+
+void dequantize_q2_k(const BlockQ2_K* x, float* y, int64_t n) {
+    for (int64_t b = 0; b < n / QK_K; ++b, y += QK_K) {
+        const float d = fp16_to_fp32(x[b].d), dmin = fp16_to_fp32(x[b].dmin);
+        for (int e = 0; e < QK_K; ++e) {
+            const uint8_t sc = x[b].scales[e / 16];
+            y[e] = d * (sc & 15) * k2_level(x[b].qs, e) - dmin * (sc >> 4);
+        }
+    }
+}
+
+void dequantize_q3_k(const BlockQ3_K* x, float* y, int64_t n) {
+    for (int64_t b = 0; b < n / QK_K; ++b, y += QK_K) {
+        const float d = fp16_to_fp32(x[b].d);
+        for (int e = 0; e < QK_K; ++e) {
+            const int level = k2_level(x[b].qs, e) - (q3k_high_bit(x[b].hmask, e) ? 0 : 4);
+            y[e] = d * (q3k_scale(x[b].scales, e / 16) - 32) * level;
         }
     }
 }

@@ -1,7 +1,8 @@
 // flint/tensor/quant_ref.cpp — scalar reference conversions for the plain and 32-element block
-// formats (F32, F16, BF16, Q4_0, Q5_0, Q8_0) and Q8_K activations, plus the row-level dispatch.
-// Layouts follow GGUF: within a 32-block of Q4_0/Q5_0, byte j holds element j in its low nibble
-// and element j+16 in its high nibble; Q5_0's fifth bits are a little-endian 32-bit mask.
+// formats (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0) and Q8_K activations, plus the row-level dispatch.
+// Layouts follow GGUF: within a 32-block of Q4_0/Q4_1/Q5_0/Q5_1, byte j holds element j in its low nibble
+// and element j+16 in its high nibble; Q5_0's and Q5_1's fifth bits are a little-endian 32-bit mask.
+// Q4_1 and Q5_1 add a minimum: x = d * q + m with unsigned levels q.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -91,6 +92,42 @@ void quantize_q5_0(const float* x, BlockQ5_0* y, int64_t n) {
     }
 }
 
+namespace {
+
+// Q4_1 / Q5_1: levels 0..nmax spread from the block's minimum to its maximum, with the fp16 scale and
+// minimum the block stores. Packs the levels as Q4_0 / Q5_0 do; returns the fifth bits (Q5_1).
+template <int kMax>
+uint32_t quantize_min_block(const float* x, uint16_t& d_out, uint16_t& m_out, uint8_t* qs) {
+    float lo = x[0], hi = x[0];
+    for (int i = 1; i < QK; ++i) lo = std::min(lo, x[i]), hi = std::max(hi, x[i]);
+    m_out = fp32_to_fp16(lo);
+    const float m = fp16_to_fp32(m_out);
+    const float d = stored_scale((hi - m) / kMax, d_out);
+    const float id = d != 0 ? 1.0f / d : 0.0f;
+    uint32_t qh = 0;
+    for (int j = 0; j < QK / 2; ++j) {
+        const int a = std::clamp(int(std::nearbyint((x[j] - m) * id)), 0, kMax);
+        const int b = std::clamp(int(std::nearbyint((x[j + QK / 2] - m) * id)), 0, kMax);
+        qs[j] = uint8_t((a & 0xf) | ((b & 0xf) << 4));
+        qh |= uint32_t(a >> 4) << j;
+        qh |= uint32_t(b >> 4) << (j + QK / 2);
+    }
+    return qh;
+}
+
+}  // namespace
+
+void quantize_q4_1(const float* x, BlockQ4_1* y, int64_t n) {
+    for (int64_t b = 0; b < n / QK; ++b, x += QK) quantize_min_block<15>(x, y[b].d, y[b].m, y[b].qs);
+}
+
+void quantize_q5_1(const float* x, BlockQ5_1* y, int64_t n) {
+    for (int64_t b = 0; b < n / QK; ++b, x += QK) {
+        const uint32_t qh = quantize_min_block<31>(x, y[b].d, y[b].m, y[b].qs);
+        std::memcpy(y[b].qh, &qh, 4);
+    }
+}
+
 void quantize_q8_k(const float* x, BlockQ8_K* y, int64_t n) {
     for (int64_t b = 0; b < n / QK_K; ++b, x += QK_K) {
         float amax = 0;
@@ -139,6 +176,27 @@ void dequantize_q5_0(const BlockQ5_0* x, float* y, int64_t n) {
     }
 }
 
+void dequantize_q4_1(const BlockQ4_1* x, float* y, int64_t n) {
+    for (int64_t b = 0; b < n / QK; ++b, y += QK) {
+        const float d = fp16_to_fp32(x[b].d), m = fp16_to_fp32(x[b].m);
+        for (int j = 0; j < QK / 2; ++j) {
+            y[j] = d * (x[b].qs[j] & 0xf) + m;
+            y[j + QK / 2] = d * (x[b].qs[j] >> 4) + m;
+        }
+    }
+}
+
+void dequantize_q5_1(const BlockQ5_1* x, float* y, int64_t n) {
+    for (int64_t b = 0; b < n / QK; ++b, y += QK) {
+        const float d = fp16_to_fp32(x[b].d), m = fp16_to_fp32(x[b].m);
+        const uint32_t qh = q5_high_bits(x[b].qh);
+        for (int j = 0; j < QK / 2; ++j) {
+            y[j] = d * ((x[b].qs[j] & 0xf) | int(((qh >> j) & 1) << 4)) + m;
+            y[j + QK / 2] = d * ((x[b].qs[j] >> 4) | int(((qh >> (j + QK / 2)) & 1) << 4)) + m;
+        }
+    }
+}
+
 void dequantize_q8_k(const BlockQ8_K* x, float* y, int64_t n) {
     for (int64_t b = 0; b < n / QK_K; ++b, y += QK_K)
         for (int i = 0; i < QK_K; ++i) y[i] = x[b].d * x[b].qs[i];
@@ -159,8 +217,9 @@ void check_multiple(DType t, int64_t n) {
 
 bool can_quantize(DType t) {
     switch (t) {
-        case DType::F32: case DType::F16: case DType::BF16: case DType::Q4_0: case DType::Q5_0:
-        case DType::Q8_0: case DType::Q4_K: case DType::Q5_K: case DType::Q6_K: case DType::Q8_K:
+        case DType::F32: case DType::F16: case DType::BF16: case DType::Q4_0: case DType::Q4_1: case DType::Q5_0:
+        case DType::Q5_1: case DType::Q8_0: case DType::Q2_K: case DType::Q3_K: case DType::Q4_K: case DType::Q5_K:
+        case DType::Q6_K: case DType::Q8_K:
             return true;
         default:
             return false;
@@ -177,7 +236,11 @@ void quantize_row_ref(DType t, const float* x, void* out, int64_t n) {
         case DType::F16: for (int64_t i = 0; i < n; ++i) static_cast<uint16_t*>(out)[i] = fp32_to_fp16(x[i]); break;
         case DType::BF16: for (int64_t i = 0; i < n; ++i) static_cast<uint16_t*>(out)[i] = fp32_to_bf16(x[i]); break;
         case DType::Q4_0: quantize_q4_0(x, static_cast<BlockQ4_0*>(out), n); break;
+        case DType::Q4_1: quantize_q4_1(x, static_cast<BlockQ4_1*>(out), n); break;
         case DType::Q5_0: quantize_q5_0(x, static_cast<BlockQ5_0*>(out), n); break;
+        case DType::Q5_1: quantize_q5_1(x, static_cast<BlockQ5_1*>(out), n); break;
+        case DType::Q2_K: quantize_q2_k(x, static_cast<BlockQ2_K*>(out), n); break;
+        case DType::Q3_K: quantize_q3_k(x, static_cast<BlockQ3_K*>(out), n); break;
         case DType::Q8_0: quantize_q8_0(x, static_cast<BlockQ8_0*>(out), n); break;
         case DType::Q4_K: quantize_q4_k(x, static_cast<BlockQ4_K*>(out), n); break;
         case DType::Q5_K: quantize_q5_k(x, static_cast<BlockQ5_K*>(out), n); break;
@@ -195,7 +258,11 @@ void dequantize_row_ref(DType t, const void* in, float* out, int64_t n) {
         case DType::F16: for (int64_t i = 0; i < n; ++i) out[i] = fp16_to_fp32(static_cast<const uint16_t*>(in)[i]); break;
         case DType::BF16: for (int64_t i = 0; i < n; ++i) out[i] = bf16_to_fp32(static_cast<const uint16_t*>(in)[i]); break;
         case DType::Q4_0: dequantize_q4_0(static_cast<const BlockQ4_0*>(in), out, n); break;
+        case DType::Q4_1: dequantize_q4_1(static_cast<const BlockQ4_1*>(in), out, n); break;
         case DType::Q5_0: dequantize_q5_0(static_cast<const BlockQ5_0*>(in), out, n); break;
+        case DType::Q5_1: dequantize_q5_1(static_cast<const BlockQ5_1*>(in), out, n); break;
+        case DType::Q2_K: dequantize_q2_k(static_cast<const BlockQ2_K*>(in), out, n); break;
+        case DType::Q3_K: dequantize_q3_k(static_cast<const BlockQ3_K*>(in), out, n); break;
         case DType::Q8_0: dequantize_q8_0(static_cast<const BlockQ8_0*>(in), out, n); break;
         case DType::Q4_K: dequantize_q4_k(static_cast<const BlockQ4_K*>(in), out, n); break;
         case DType::Q5_K: dequantize_q5_k(static_cast<const BlockQ5_K*>(in), out, n); break;

@@ -248,7 +248,7 @@ TEST(Matmul, RejectsBadShapesAndTypes) {
     std::vector<uint8_t> buf(4096);
     std::vector<float> x(256), y(256);
     EXPECT_THROW(matmul(WeightView{DType::Q8_0, buf.data(), 2, 48}, x.data(), 1, y.data(), nullptr), Error);
-    EXPECT_THROW(matmul(WeightView{DType::Q2_K, buf.data(), 2, 256}, x.data(), 1, y.data(), nullptr), Error);
+    EXPECT_THROW(matmul(WeightView{DType::Q8_1, buf.data(), 2, 256}, x.data(), 1, y.data(), nullptr), Error);
     EXPECT_THROW(get_row(WeightView{DType::F32, buf.data(), 2, 16}, 2, y.data()), Error);
 }
 

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <random>
 
 #include "tensor/quant.h"
 #include "tensor/quant_internal.h"
@@ -103,6 +104,119 @@ TEST(RoundTrip, Q8_0WithinHalfAStep) { check_symmetric(DType::Q8_0, 128); }
 TEST(RoundTrip, Q4_0WithinHalfAStep) { check_symmetric(DType::Q4_0, 8); }
 TEST(RoundTrip, Q5_0WithinHalfAStep) { check_symmetric(DType::Q5_0, 16); }
 
+// Q4_1 / Q5_1: each element decodes to the level nearest to it among m + d * l, l = 0..nmax, with the d and m
+// the block stores (the block's minimum is its first level, rounded to fp16).
+void check_min_block(DType t, int nmax) {
+    auto x = random_floats(32 * 64, 6);
+    for (int i = 0; i < 32; ++i) x[i] = 0;        // an all-zero block
+    for (int i = 32; i < 64; ++i) x[i] = -0.5f;   // a constant block
+    const auto y = round_trip(t, x);
+    std::vector<uint8_t> q(row_bytes(t, x.size()));
+    quantize_row_ref(t, x.data(), q.data(), int64_t(x.size()));
+    for (size_t b = 0; b < x.size() / 32; ++b) {
+        uint16_t dh, mh;
+        std::memcpy(&dh, q.data() + b * traits(t).block_bytes, 2);
+        std::memcpy(&mh, q.data() + b * traits(t).block_bytes + 2, 2);
+        const float d = fp16_to_fp32(dh), m = fp16_to_fp32(mh);
+        for (int i = 0; i < 32; ++i) {
+            const float v = x[b * 32 + i];
+            float best = INFINITY;
+            for (int l = 0; l <= nmax; ++l) best = std::min(best, std::fabs(v - (m + d * l)));
+            ASSERT_LE(std::fabs(v - y[b * 32 + i]), best * (1 + 1e-5f) + 1e-7f)
+                << dtype_name(t) << " block " << b << " elem " << i;
+        }
+    }
+    for (int i = 32; i < 64; ++i) ASSERT_EQ(y[i], -0.5f) << dtype_name(t);  // exact in fp16: the minimum itself
+}
+
+TEST(RoundTrip, Q4_1NearestLevel) { check_min_block(DType::Q4_1, 15); }
+TEST(RoundTrip, Q5_1NearestLevel) { check_min_block(DType::Q5_1, 31); }
+
+// The block layouts of the formats added after the first ones, decoded from random bytes and checked against
+// GGUF's layout written out the way ggml's reference dequantizers walk it (loops over halves, shifts and
+// masks, and the four cases of Q3_K's scale packing), not through the helpers the library uses.
+std::vector<uint8_t> random_bytes(size_t n, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::vector<uint8_t> v(n);
+    for (uint8_t& b : v) b = uint8_t(rng());
+    return v;
+}
+
+std::vector<float> decode(DType t, const void* block) {
+    std::vector<float> y(traits(t).block_elems);
+    dequantize_row_ref(t, block, y.data(), int64_t(y.size()));
+    return y;
+}
+
+TEST(Layout, Q4_1AndQ5_1DecodeAsGgufLaysThemOut) {
+    for (uint32_t seed = 0; seed < 20; ++seed) {
+        BlockQ5_1 b5;
+        auto raw = random_bytes(sizeof b5, seed);
+        std::memcpy(&b5, raw.data(), sizeof b5);
+        b5.d = fp32_to_fp16(0.5f);
+        b5.m = fp32_to_fp16(-1.25f);
+        BlockQ4_1 b4{b5.d, b5.m, {}};
+        std::memcpy(b4.qs, b5.qs, 16);
+        const auto y4 = decode(DType::Q4_1, &b4), y5 = decode(DType::Q5_1, &b5);
+        const uint32_t qh = uint32_t(b5.qh[0]) | uint32_t(b5.qh[1]) << 8 | uint32_t(b5.qh[2]) << 16 | uint32_t(b5.qh[3]) << 24;
+        for (int j = 0; j < 16; ++j) {
+            const int lo = b5.qs[j] & 0x0f, hi = b5.qs[j] >> 4;
+            EXPECT_EQ(y4[j], 0.5f * lo - 1.25f);
+            EXPECT_EQ(y4[j + 16], 0.5f * hi - 1.25f);
+            EXPECT_EQ(y5[j], 0.5f * (lo | ((qh >> j) & 1) << 4) - 1.25f);
+            EXPECT_EQ(y5[j + 16], 0.5f * (hi | ((qh >> (j + 16)) & 1) << 4) - 1.25f);
+        }
+    }
+}
+
+TEST(Layout, Q2_KDecodesAsGgufLaysItOut) {
+    for (uint32_t seed = 0; seed < 20; ++seed) {
+        BlockQ2_K b;
+        auto raw = random_bytes(sizeof b, seed);
+        std::memcpy(&b, raw.data(), sizeof b);
+        b.d = fp32_to_fp16(0.25f);
+        b.dmin = fp32_to_fp16(0.125f);
+        const auto y = decode(DType::Q2_K, &b);
+        int is = 0, out = 0;
+        for (int n = 0; n < 256; n += 128) {
+            const uint8_t* q = b.qs + n / 4;
+            for (int shift = 0; shift < 8; shift += 2)
+                for (int half = 0; half < 2; ++half, ++is)
+                    for (int l = 0; l < 16; ++l, ++out)
+                        ASSERT_EQ(y[out], 0.25f * (b.scales[is] & 0xf) * ((q[l + 16 * half] >> shift) & 3) -
+                                              0.125f * (b.scales[is] >> 4))
+                            << "seed " << seed << " element " << out;
+        }
+    }
+}
+
+TEST(Layout, Q3_KDecodesAsGgufLaysItOut) {
+    for (uint32_t seed = 0; seed < 20; ++seed) {
+        BlockQ3_K b;
+        auto raw = random_bytes(sizeof b, seed);
+        std::memcpy(&b, raw.data(), sizeof b);
+        b.d = fp32_to_fp16(0.5f);
+        const auto y = decode(DType::Q3_K, &b);
+        const uint8_t* sc = b.scales;
+        auto scale = [&](int i) {  // sub-block i's 6-bit scale, case by case
+            if (i < 4) return (sc[i] & 0xf) | ((sc[i + 8] & 3) << 4);
+            if (i < 8) return (sc[i] & 0xf) | (((sc[i + 4] >> 2) & 3) << 4);
+            if (i < 12) return (sc[i - 8] >> 4) | (((sc[i] >> 4) & 3) << 4);
+            return (sc[i - 8] >> 4) | (((sc[i - 4] >> 6) & 3) << 4);
+        };
+        int is = 0, out = 0;
+        uint8_t m = 1;
+        for (int n = 0; n < 256; n += 128) {
+            const uint8_t* q = b.qs + n / 4;
+            for (int shift = 0; shift < 8; shift += 2, m = uint8_t(m << 1))
+                for (int half = 0; half < 2; ++half, ++is)
+                    for (int l = 16 * half; l < 16 * half + 16; ++l, ++out)
+                        ASSERT_EQ(y[out], 0.5f * (scale(is) - 32) * (((q[l] >> shift) & 3) - ((b.hmask[l] & m) ? 0 : 4)))
+                            << "seed " << seed << " element " << out;
+        }
+    }
+}
+
 TEST(RoundTrip, Q8_KWithinHalfAStepAndBsumsMatch) {
     const auto x = random_floats(256 * 8, 3);
     std::vector<BlockQ8_K> q(8);
@@ -126,11 +240,21 @@ void check_k_nearest_level(DType t, const std::vector<float>& x, const std::vect
     quantize_row_ref(t, x.data(), q.data(), int64_t(x.size()));
     for (size_t b = 0; b < x.size() / 256; ++b) {
         const uint8_t* blk = q.data() + b * traits(t).block_bytes;
-        const int n_sub = t == DType::Q6_K ? 16 : 8, sub = 256 / n_sub;
+        const int n_sub = t == DType::Q4_K || t == DType::Q5_K ? 8 : 16, sub = 256 / n_sub;
         for (int j = 0; j < n_sub; ++j) {
             float step, lo;
             int nlev;
-            if (t == DType::Q6_K) {
+            if (t == DType::Q2_K) {
+                const auto* k2 = reinterpret_cast<const BlockQ2_K*>(blk);
+                step = fp16_to_fp32(k2->d) * (k2->scales[j] & 15);
+                lo = -fp16_to_fp32(k2->dmin) * (k2->scales[j] >> 4);
+                nlev = 4;
+            } else if (t == DType::Q3_K) {
+                const auto* k3 = reinterpret_cast<const BlockQ3_K*>(blk);
+                step = fp16_to_fp32(k3->d) * (detail::q3k_scale(k3->scales, j) - 32);
+                lo = -4 * step;
+                nlev = 8;
+            } else if (t == DType::Q6_K) {
                 const auto* k6 = reinterpret_cast<const BlockQ6_K*>(blk);
                 step = fp16_to_fp32(k6->d) * k6->scales[j];
                 lo = -32 * step;
@@ -168,7 +292,8 @@ TEST(RoundTrip, EveryTypeRelativeRmse) {
     const auto x = random_floats(256 * 256, 4);
     const RmseCase cases[] = {{DType::F16, 2.5e-4}, {DType::BF16, 2e-3},  {DType::Q8_0, 0.008},
                               {DType::Q5_0, 0.062},  {DType::Q4_0, 0.125}, {DType::Q6_K, 0.025},
-                              {DType::Q5_K, 0.048},  {DType::Q4_K, 0.094}};
+                              {DType::Q5_K, 0.048},  {DType::Q4_K, 0.094}, {DType::Q5_1, 0.049},
+                              {DType::Q4_1, 0.1},    {DType::Q3_K, 0.205}, {DType::Q2_K, 0.36}};
     for (const RmseCase& c : cases) {
         const auto y = round_trip(c.type, x);
         const double e = relative_rmse(x, y);
@@ -183,7 +308,7 @@ TEST(RoundTrip, KQuantsPickTheNearestStoredLevel) {
     for (int i = 0; i < 256; ++i) x[i] = 0;            // all-zero super-block
     for (int i = 256; i < 512; ++i) x[i] = 1.5f;       // constant positive super-block
     for (int i = 512; i < 768; ++i) x[i] = -0.75f;     // constant negative super-block
-    for (DType t : {DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
+    for (DType t : {DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
         const auto y = round_trip(t, x);
         for (int i = 0; i < 256; ++i) ASSERT_EQ(y[i], 0.0f) << dtype_name(t);
         check_k_nearest_level(t, x, y);
@@ -195,8 +320,9 @@ TEST(RoundTrip, RejectsBadLengthsAndTypes) {
     std::vector<uint8_t> q(1024);
     EXPECT_THROW(quantize_row_ref(DType::Q8_0, x.data(), q.data(), 48), Error);
     EXPECT_THROW(quantize_row_ref(DType::Q4_K, x.data(), q.data(), 32), Error);
-    EXPECT_THROW(quantize_row_ref(DType::Q2_K, x.data(), q.data(), 256), Error);
-    EXPECT_FALSE(can_quantize(DType::Q4_1));
+    EXPECT_THROW(quantize_row_ref(DType::Q8_1, x.data(), q.data(), 256), Error);
+    EXPECT_FALSE(can_quantize(DType::Q8_1));
+    EXPECT_FALSE(can_dequantize(DType::I8));
     EXPECT_TRUE(can_dequantize(DType::Q6_K));
 }
 

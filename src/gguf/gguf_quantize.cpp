@@ -49,7 +49,11 @@ void convert_rows(DType src_type, const uint8_t* src, DType dst_type, uint8_t* d
 DType block_fallback(DType k_quant) {
     // llama.cpp's choices for rows that K-quants cannot hold (Qwen2.5-0.5B's 896-wide rows): a 32-block
     // type of about the same bits, so a "q4_k" file keeps roughly its size and quality.
-    DType t = k_quant == DType::Q6_K ? DType::Q8_0 : DType::Q5_0;
+    // (llama.cpp gives Q2_K and Q3_K rows IQ4_NL; flint has no IQ4_NL, so Q4_0, the same 4.5 bits a weight.)
+    DType t = k_quant == DType::Q6_K   ? DType::Q8_0
+              : k_quant == DType::Q5_K ? DType::Q5_1
+              : k_quant == DType::Q4_K ? DType::Q5_0
+                                       : DType::Q4_0;
     return can_quantize(t) ? t : DType::Q8_0;
 }
 
@@ -77,8 +81,8 @@ void parallel_ranges(int64_t n, int threads, const std::function<void(int64_t, i
 
 std::vector<DType> quantize_targets() {
     std::vector<DType> out;
-    for (DType t : {DType::Q8_0, DType::Q6_K, DType::Q5_K, DType::Q5_0, DType::Q4_K, DType::Q4_0, DType::F16,
-                    DType::BF16, DType::F32})
+    for (DType t : {DType::Q8_0, DType::Q6_K, DType::Q5_K, DType::Q5_1, DType::Q5_0, DType::Q4_K, DType::Q4_1,
+                    DType::Q4_0, DType::Q3_K, DType::Q2_K, DType::F16, DType::BF16, DType::F32})
         if (can_quantize(t)) out.push_back(t);
     return out;
 }
@@ -88,8 +92,12 @@ uint32_t llama_file_type(DType t) {
         case DType::F32: return 0;    // LLAMA_FTYPE_ALL_F32
         case DType::F16: return 1;    // MOSTLY_F16
         case DType::Q4_0: return 2;   // MOSTLY_Q4_0
+        case DType::Q4_1: return 3;   // MOSTLY_Q4_1
         case DType::Q8_0: return 7;   // MOSTLY_Q8_0
         case DType::Q5_0: return 8;   // MOSTLY_Q5_0
+        case DType::Q5_1: return 9;   // MOSTLY_Q5_1
+        case DType::Q2_K: return 10;  // MOSTLY_Q2_K
+        case DType::Q3_K: return 11;  // MOSTLY_Q3_K_S: Q3_K throughout (the _M and _L mixes keep some tensors wider)
         case DType::Q4_K: return 15;  // MOSTLY_Q4_K_M: the usual name for a mostly-Q4_K file
         case DType::Q5_K: return 17;  // MOSTLY_Q5_K_M
         case DType::Q6_K: return 18;  // MOSTLY_Q6_K

@@ -57,7 +57,7 @@ WeightView matrix(const gguf::File& f, const std::string& name, int64_t rows, in
     switch (t.type) {
         case DType::F32: case DType::F16: case DType::BF16: case DType::Q8_0: case DType::Q4_0: case DType::Q4_1:
         case DType::Q5_0: case DType::Q5_1: case DType::Q2_K: case DType::Q3_K: case DType::Q4_K: case DType::Q5_K:
-        case DType::Q6_K: break;
+        case DType::Q6_K: case DType::IQ4_NL: break;
         default: fail(f.path(), ": tensor ", name, ": type ", dtype_name(t.type), " is not supported for matrices");
     }
     return WeightView{t.type, aligned(t, owned), rows, cols};

@@ -61,6 +61,15 @@ struct Q4_0W {
     static __m256i load(const Block& b) { return _mm256_sub_epi8(block_nibbles(b.qs), _mm256_set1_epi8(8)); }
 };
 
+// IQ4_NL: the nibbles index the 16-entry table, one VPSHUFB; signed levels as Q8_0's (|level| <= 127).
+struct IQ4_NLW {
+    using Block = BlockIQ4_NL;
+    static __m256i load(const Block& b) {
+        const __m128i table = _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues));
+        return _mm256_shuffle_epi8(_mm256_set_m128i(table, table), block_nibbles(b.qs));
+    }
+};
+
 struct Q5_0W {
     using Block = BlockQ5_0;
     static __m256i load(const Block& b) {
@@ -884,6 +893,7 @@ void fill_avx2(KernelSet& k) {
     k.tile[id(DType::Q8_0)] = tile_q8<Q8_0W>;
     k.tile[id(DType::Q4_0)] = tile_q8<Q4_0W>;
     k.tile[id(DType::Q5_0)] = tile_q8<Q5_0W>;
+    k.tile[id(DType::IQ4_NL)] = tile_q8<IQ4_NLW>;
     k.tile[id(DType::Q4_1)] = tile_q81<Q4_1W>;
     k.tile[id(DType::Q5_1)] = tile_q81<Q5_1W>;
     k.tile[id(DType::Q2_K)] = tile_k<BlockQ2_K, unpack_q2_k_avx2>;

@@ -70,6 +70,17 @@ float dot_q45_1(int64_t cols, const Block* w, const BlockQ8_0* a) {
 float dot_q4_1(int64_t cols, const BlockQ4_1* w, const BlockQ8_0* a) { return dot_q45_1<false>(cols, w, a); }
 float dot_q5_1(int64_t cols, const BlockQ5_1* w, const BlockQ8_0* a) { return dot_q45_1<true>(cols, w, a); }
 
+float dot_iq4_nl(int64_t cols, const BlockIQ4_NL* w, const BlockQ8_0* a) {
+    float sum = 0;
+    for (int64_t b = 0; b < cols / QK; ++b) {
+        int isum = 0;
+        for (int j = 0; j < QK / 2; ++j)
+            isum += kIq4nlValues[w[b].qs[j] & 0xf] * a[b].qs[j] + kIq4nlValues[w[b].qs[j] >> 4] * a[b].qs[j + QK / 2];
+        sum += fp16_to_fp32(w[b].d) * fp16_to_fp32(a[b].d) * float(isum);
+    }
+    return sum;
+}
+
 // Q2_K: x = d*sc_s*q - dmin*m_s per 16-element sub-block s; the mins meet Q8_K's per-16 sums (bsums).
 float dot_q2_k(int64_t cols, const BlockQ2_K* w, const BlockQ8_K* a) {
     float sum = 0;
@@ -241,7 +252,8 @@ constexpr int id(DType t) { return static_cast<int>(t); }
 
 DType activation_type(DType w) {
     switch (w) {
-        case DType::Q4_0: case DType::Q4_1: case DType::Q5_0: case DType::Q5_1: case DType::Q8_0: return DType::Q8_0;
+        case DType::Q4_0: case DType::Q4_1: case DType::Q5_0: case DType::Q5_1: case DType::Q8_0: case DType::IQ4_NL:
+            return DType::Q8_0;
         case DType::Q2_K: case DType::Q3_K: case DType::Q4_K: case DType::Q5_K: case DType::Q6_K: case DType::Q4_K_R16: case DType::Q5_K_R16:
         case DType::Q6_K_R16: case DType::Q4_K_R8: case DType::Q5_K_R8: case DType::Q6_K_R8:
             return DType::Q8_K;
@@ -261,6 +273,7 @@ void fill_scalar(KernelSet& k) {
     k.tile[id(DType::Q5_0)] = tile_scalar<BlockQ5_0, BlockQ8_0, dot_q5_0>;
     k.tile[id(DType::Q4_1)] = tile_scalar<BlockQ4_1, BlockQ8_0, dot_q4_1>;
     k.tile[id(DType::Q5_1)] = tile_scalar<BlockQ5_1, BlockQ8_0, dot_q5_1>;
+    k.tile[id(DType::IQ4_NL)] = tile_scalar<BlockIQ4_NL, BlockQ8_0, dot_iq4_nl>;
     k.tile[id(DType::Q2_K)] = tile_scalar<BlockQ2_K, BlockQ8_K, dot_q2_k>;
     k.tile[id(DType::Q3_K)] = tile_scalar<BlockQ3_K, BlockQ8_K, dot_q3_k>;
     k.tile[id(DType::Q4_K)] = tile_scalar<BlockQ4_K, BlockQ8_K, dot_q4_k>;

@@ -22,6 +22,7 @@ constexpr std::array kTypes = {
     Entry{DType::Q2_K, {"q2_k", 256, 84}},   Entry{DType::Q3_K, {"q3_k", 256, 110}},
     Entry{DType::Q4_K, {"q4_k", 256, 144}},  Entry{DType::Q5_K, {"q5_k", 256, 176}},
     Entry{DType::Q6_K, {"q6_k", 256, 210}},  Entry{DType::Q8_K, {"q8_k", 256, 292}},
+    Entry{DType::IQ4_NL, {"iq4_nl", 32, 18}},
     Entry{DType::I8, {"i8", 1, 1}},          Entry{DType::I16, {"i16", 1, 2}},
     Entry{DType::I32, {"i32", 1, 4}},        Entry{DType::I64, {"i64", 1, 8}},
     Entry{DType::F64, {"f64", 1, 8}},        Entry{DType::BF16, {"bf16", 1, 2}},

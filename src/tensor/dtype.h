@@ -23,6 +23,7 @@ enum class DType : uint32_t {
     Q5_K = 13,
     Q6_K = 14,
     Q8_K = 15,
+    IQ4_NL = 20,  // 32-element blocks of 4-bit indices into a fixed non-linear table (quant.h kIq4nlValues)
     I8 = 24,
     I16 = 25,
     I32 = 26,

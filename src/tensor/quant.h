@@ -23,6 +23,9 @@ constexpr int QK_K = 256; // elements per super-block for K-quants
 struct BlockQ4_0 { uint16_t d; uint8_t qs[QK / 2]; };
 struct BlockQ4_1 { uint16_t d; uint16_t m; uint8_t qs[QK / 2]; };  // x = d * q + m, q = 0..15
 struct BlockQ5_0 { uint16_t d; uint8_t qh[4]; uint8_t qs[QK / 2]; };
+// IQ4_NL: x = d * kIq4nlValues[index], the indices as Q4_0's nibbles (element j low nibble of qs[j], j + 16 high).
+struct BlockIQ4_NL { uint16_t d; uint8_t qs[QK / 2]; };
+inline constexpr int8_t kIq4nlValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 struct BlockQ5_1 { uint16_t d; uint16_t m; uint8_t qh[4]; uint8_t qs[QK / 2]; };  // x = d * q + m, q = 0..31
 struct BlockQ8_0 { uint16_t d; int8_t qs[QK]; };
 struct BlockQ4_K { uint16_t d; uint16_t dmin; uint8_t scales[12]; uint8_t qs[QK_K / 2]; };
@@ -181,13 +184,14 @@ static_assert(sizeof(BlockQ8_0R16) == 16 * 34 && sizeof(BlockQ4_0R16) == 16 * 18
 static_assert(sizeof(BlockQ8_0R8) == 8 * 34 && sizeof(BlockQ4_0R8) == 8 * 18 && sizeof(BlockQ5_0R8) == 8 * 22 && sizeof(BlockQ4_KR8) == 8 * 144 &&
               sizeof(BlockQ5_KR8) == 8 * 176 && sizeof(BlockQ6_KR8) == 8 * 210);
 static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ5_0) == 22 && sizeof(BlockQ8_0) == 34);
-static_assert(sizeof(BlockQ4_1) == 20 && sizeof(BlockQ5_1) == 24 && sizeof(BlockQ2_K) == 84 && sizeof(BlockQ3_K) == 110);
+static_assert(sizeof(BlockQ4_1) == 20 && sizeof(BlockQ5_1) == 24 && sizeof(BlockQ2_K) == 84 && sizeof(BlockQ3_K) == 110 &&
+              sizeof(BlockIQ4_NL) == 18);
 static_assert(sizeof(BlockQ4_K) == 144 && sizeof(BlockQ5_K) == 176 && sizeof(BlockQ6_K) == 210);
 static_assert(sizeof(BlockQ8_K) == 292);
 
 // ---- whole rows ------------------------------------------------------------------------------------
-// n must be a multiple of the type's block size. Types: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K,
-// Q3_K, Q4_K, Q5_K, Q6_K (and Q8_K for activations). Throws flint::Error for types it cannot convert.
+// n must be a multiple of the type's block size. Types: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL,
+// Q2_K, Q3_K, Q4_K, Q5_K, Q6_K (and Q8_K for activations). Throws flint::Error for types it cannot convert.
 void quantize_row_ref(DType t, const float* x, void* out, int64_t n);
 void dequantize_row_ref(DType t, const void* in, float* out, int64_t n);
 bool can_quantize(DType t);    // quantize_row_ref supports it

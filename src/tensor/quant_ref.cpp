@@ -2,7 +2,8 @@
 // formats (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0) and Q8_K activations, plus the row-level dispatch.
 // Layouts follow GGUF: within a 32-block of Q4_0/Q4_1/Q5_0/Q5_1, byte j holds element j in its low nibble
 // and element j+16 in its high nibble; Q5_0's and Q5_1's fifth bits are a little-endian 32-bit mask.
-// Q4_1 and Q5_1 add a minimum: x = d * q + m with unsigned levels q.
+// Q4_1 and Q5_1 add a minimum: x = d * q + m with unsigned levels q. IQ4_NL's nibbles index a fixed
+// non-linear table of levels (kIq4nlValues) scaled by d.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -128,6 +129,46 @@ void quantize_q5_1(const float* x, BlockQ5_1* y, int64_t n) {
     }
 }
 
+namespace {
+
+// The IQ4_NL table entry nearest to v (the table is sorted).
+int nearest_iq4nl(float v) {
+    int best = 0;
+    for (int k = 1; k < 16; ++k)
+        if (std::fabs(v - kIq4nlValues[k]) < std::fabs(v - kIq4nlValues[best])) best = k;
+    return best;
+}
+
+}  // namespace
+
+// IQ4_NL: a search over scales that put the block's extreme at or near the table's end (-127), each
+// followed by the least-squares scale for the indices it picked; then the indices are chosen again with
+// the fp16 scale stored.
+void quantize_iq4_nl(const float* x, BlockIQ4_NL* y, int64_t n) {
+    for (int64_t b = 0; b < n / QK; ++b, x += QK) {
+        const float max = signed_absmax(x, QK);
+        float d = 0;
+        if (max != 0) {
+            float best = -1;
+            for (int k = -8; k <= 8; ++k) {
+                const float id = (kIq4nlValues[0] + k) / max;
+                float sxv = 0, svv = 0;
+                for (int i = 0; i < QK; ++i) {
+                    const float v = kIq4nlValues[nearest_iq4nl(x[i] * id)];
+                    sxv += x[i] * v;
+                    svv += v * v;
+                }
+                // For fixed indices the best scale is sxv / svv, and the squared error drops by sxv^2 / svv.
+                if (svv > 0 && sxv * sxv / svv > best) best = sxv * sxv / svv, d = sxv / svv;
+            }
+        }
+        d = stored_scale(d, y[b].d);
+        const float id = d != 0 ? 1.0f / d : 0.0f;
+        for (int j = 0; j < QK / 2; ++j)
+            y[b].qs[j] = uint8_t(nearest_iq4nl(x[j] * id) | (nearest_iq4nl(x[j + QK / 2] * id) << 4));
+    }
+}
+
 void quantize_q8_k(const float* x, BlockQ8_K* y, int64_t n) {
     for (int64_t b = 0; b < n / QK_K; ++b, x += QK_K) {
         float amax = 0;
@@ -197,6 +238,16 @@ void dequantize_q5_1(const BlockQ5_1* x, float* y, int64_t n) {
     }
 }
 
+void dequantize_iq4_nl(const BlockIQ4_NL* x, float* y, int64_t n) {
+    for (int64_t b = 0; b < n / QK; ++b, y += QK) {
+        const float d = fp16_to_fp32(x[b].d);
+        for (int j = 0; j < QK / 2; ++j) {
+            y[j] = d * kIq4nlValues[x[b].qs[j] & 0xf];
+            y[j + QK / 2] = d * kIq4nlValues[x[b].qs[j] >> 4];
+        }
+    }
+}
+
 void dequantize_q8_k(const BlockQ8_K* x, float* y, int64_t n) {
     for (int64_t b = 0; b < n / QK_K; ++b, y += QK_K)
         for (int i = 0; i < QK_K; ++i) y[i] = x[b].d * x[b].qs[i];
@@ -219,7 +270,7 @@ bool can_quantize(DType t) {
     switch (t) {
         case DType::F32: case DType::F16: case DType::BF16: case DType::Q4_0: case DType::Q4_1: case DType::Q5_0:
         case DType::Q5_1: case DType::Q8_0: case DType::Q2_K: case DType::Q3_K: case DType::Q4_K: case DType::Q5_K:
-        case DType::Q6_K: case DType::Q8_K:
+        case DType::Q6_K: case DType::Q8_K: case DType::IQ4_NL:
             return true;
         default:
             return false;
@@ -239,6 +290,7 @@ void quantize_row_ref(DType t, const float* x, void* out, int64_t n) {
         case DType::Q4_1: quantize_q4_1(x, static_cast<BlockQ4_1*>(out), n); break;
         case DType::Q5_0: quantize_q5_0(x, static_cast<BlockQ5_0*>(out), n); break;
         case DType::Q5_1: quantize_q5_1(x, static_cast<BlockQ5_1*>(out), n); break;
+        case DType::IQ4_NL: quantize_iq4_nl(x, static_cast<BlockIQ4_NL*>(out), n); break;
         case DType::Q2_K: quantize_q2_k(x, static_cast<BlockQ2_K*>(out), n); break;
         case DType::Q3_K: quantize_q3_k(x, static_cast<BlockQ3_K*>(out), n); break;
         case DType::Q8_0: quantize_q8_0(x, static_cast<BlockQ8_0*>(out), n); break;
@@ -261,6 +313,7 @@ void dequantize_row_ref(DType t, const void* in, float* out, int64_t n) {
         case DType::Q4_1: dequantize_q4_1(static_cast<const BlockQ4_1*>(in), out, n); break;
         case DType::Q5_0: dequantize_q5_0(static_cast<const BlockQ5_0*>(in), out, n); break;
         case DType::Q5_1: dequantize_q5_1(static_cast<const BlockQ5_1*>(in), out, n); break;
+        case DType::IQ4_NL: dequantize_iq4_nl(static_cast<const BlockIQ4_NL*>(in), out, n); break;
         case DType::Q2_K: dequantize_q2_k(static_cast<const BlockQ2_K*>(in), out, n); break;
         case DType::Q3_K: dequantize_q3_k(static_cast<const BlockQ3_K*>(in), out, n); break;
         case DType::Q8_0: dequantize_q8_0(static_cast<const BlockQ8_0*>(in), out, n); break;

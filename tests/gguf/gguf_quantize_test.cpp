@@ -53,6 +53,7 @@ double tolerance(DType t) {
         case DType::Q4_K: return 0.10;
         case DType::Q4_0: return 0.13;
         case DType::Q5_1: return 0.05;
+        case DType::IQ4_NL: return 0.11;
         case DType::Q4_1: return 0.10;
         case DType::Q3_K: return 0.21;
         case DType::Q2_K: return 0.37;
@@ -140,11 +141,11 @@ TEST(GgufQuantize, SyntheticF32F16BF16SourcesToEveryTarget) {
         bool k_quant = traits(target).block_elems == 256;
         EXPECT_EQ(q->find_tensor("w.96")->type, k_quant ? gguf::block_fallback(target) : target);
         if (k_quant) {
-            // llama.cpp's choices where it has the type (Q2_K / Q3_K: IQ4_NL there, Q4_0 here)
+            // llama.cpp's choices
             const DType want = target == DType::Q6_K   ? DType::Q8_0
                                : target == DType::Q5_K ? DType::Q5_1
                                : target == DType::Q4_K ? DType::Q5_0
-                                                       : DType::Q4_0;
+                                                       : DType::IQ4_NL;
             EXPECT_EQ(gguf::block_fallback(target), want);
         }
         EXPECT_EQ(q->find_tensor("w.40")->type, traits(target).block_elems == 1 ? target : DType::F16);

@@ -67,11 +67,11 @@ TEST(QuantizedGreedy, Stories260KStaysCloseToF32) {
     auto ref = Model::load(src);
     auto tok = Tokenizer::from_gguf(*ref->file);
     // Minimum agreement (of 300 tokens) per type: measured 2026-11-30 (f16 300, q8_0 293, q4_0 32) and 2026-12-07
-    // (q5_1 74, q4_1 43) and set below, so a kernel
+    // (q5_1 74, q4_1 43, iq4_nl 23) and set below, so a kernel
     // or quantizer regression shows up. stories260K's rows are 64 wide: K-quants fall back to Q8_0 there.
     struct Case { DType type; int min_agree; };
     for (Case c : {Case{DType::F16, 290}, Case{DType::Q8_0, 250}, Case{DType::Q5_1, 60}, Case{DType::Q4_1, 30},
-                   Case{DType::Q4_0, 20}}) {
+                   Case{DType::IQ4_NL, 15}, Case{DType::Q4_0, 20}}) {
         const std::string out = ::testing::TempDir() + "/stories260K-" + std::string(dtype_name(c.type)) + ".gguf";
         gguf::QuantizeOptions o;
         o.target = c.type;
@@ -222,7 +222,7 @@ TEST(QuantizedGreedy, RepackedKQuantModelsGiveTheFileLayoutsLogits) {
     }
 }
 
-// Q4_1, Q5_1, Q2_K and Q3_K keep the file's layout on every instruction set (no repack); a random 256-wide
+// Q4_1, Q5_1, IQ4_NL, Q2_K and Q3_K keep the file's layout on every instruction set (no repack); a random 256-wide
 // qwen2 model in each gives the scalar kernels' logits on the SIMD ones within the kernels' rounding (see
 // RepackedKQuantModelsGiveTheFileLayoutsLogits on why the bound is loose), and the same greedy ids.
 TEST(QuantizedGreedy, FileLayoutOnlyTypesAgreeAcrossKernels) {
@@ -230,7 +230,7 @@ TEST(QuantizedGreedy, FileLayoutOnlyTypesAgreeAcrossKernels) {
     if (best_isa() == Isa::Scalar) GTEST_SKIP() << "this CPU has no AVX2";
     const ModelShape shape = small_qwen2_shape(512);
     const Isa best = active_isa();
-    for (DType type : {DType::Q4_1, DType::Q5_1, DType::Q2_K, DType::Q3_K}) {
+    for (DType type : {DType::Q4_1, DType::Q5_1, DType::IQ4_NL, DType::Q2_K, DType::Q3_K}) {
         const std::string out = ::testing::TempDir() + "/file-layout-" + std::string(dtype_name(type)) + ".gguf";
         write_random_model({.shape = shape, .type = type, .seed = 4, .threads = 2}, out);
         auto m = Model::load(out);

@@ -169,6 +169,40 @@ TEST(Layout, Q4_1AndQ5_1DecodeAsGgufLaysThemOut) {
     }
 }
 
+TEST(Layout, IQ4_NLDecodesAsGgufLaysItOut) {
+    const int8_t table[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+    for (uint32_t seed = 0; seed < 20; ++seed) {
+        BlockIQ4_NL b;
+        auto raw = random_bytes(sizeof b, seed);
+        std::memcpy(&b, raw.data(), sizeof b);
+        b.d = fp32_to_fp16(0.25f);
+        const auto y = decode(DType::IQ4_NL, &b);
+        for (int j = 0; j < 16; ++j) {
+            EXPECT_EQ(y[j], 0.25f * table[b.qs[j] & 0x0f]);
+            EXPECT_EQ(y[j + 16], 0.25f * table[b.qs[j] >> 4]);
+        }
+    }
+}
+
+// IQ4_NL: each element decodes to the table entry nearest to it at the scale the block stores.
+TEST(RoundTrip, IQ4_NLNearestLevel) {
+    auto x = random_floats(32 * 64, 7);
+    for (int i = 0; i < 32; ++i) x[i] = 0;
+    const auto y = round_trip(DType::IQ4_NL, x);
+    std::vector<BlockIQ4_NL> q(64);
+    quantize_row_ref(DType::IQ4_NL, x.data(), q.data(), int64_t(x.size()));
+    for (int i = 0; i < 32; ++i) ASSERT_EQ(y[i], 0.0f);
+    for (size_t b = 0; b < 64; ++b) {
+        const float d = fp16_to_fp32(q[b].d);
+        for (int i = 0; i < 32; ++i) {
+            const float v = x[b * 32 + i];
+            float best = INFINITY;
+            for (int8_t level : kIq4nlValues) best = std::min(best, std::fabs(v - d * level));
+            ASSERT_LE(std::fabs(v - y[b * 32 + i]), best * (1 + 1e-5f) + 1e-7f) << "block " << b << " elem " << i;
+        }
+    }
+}
+
 TEST(Layout, Q2_KDecodesAsGgufLaysItOut) {
     for (uint32_t seed = 0; seed < 20; ++seed) {
         BlockQ2_K b;
@@ -293,7 +327,8 @@ TEST(RoundTrip, EveryTypeRelativeRmse) {
     const RmseCase cases[] = {{DType::F16, 2.5e-4}, {DType::BF16, 2e-3},  {DType::Q8_0, 0.008},
                               {DType::Q5_0, 0.062},  {DType::Q4_0, 0.125}, {DType::Q6_K, 0.025},
                               {DType::Q5_K, 0.048},  {DType::Q4_K, 0.094}, {DType::Q5_1, 0.049},
-                              {DType::Q4_1, 0.1},    {DType::Q3_K, 0.205}, {DType::Q2_K, 0.36}};
+                              {DType::Q4_1, 0.1},    {DType::Q3_K, 0.205}, {DType::Q2_K, 0.36},
+                              {DType::IQ4_NL, 0.1}};
     for (const RmseCase& c : cases) {
         const auto y = round_trip(c.type, x);
         const double e = relative_rmse(x, y);

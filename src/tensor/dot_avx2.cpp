@@ -379,23 +379,39 @@ void spread_k2_levels(const uint8_t* qs, uint8_t* q) {
     }
 }
 
-// Sixteen per-16 scales into KUnpacked's per-32-chunk lanes.
-void set_k16_scales(const int16_t (&sc)[16], KUnpacked& u) {
-    for (int c = 0; c < 8; ++c)
-        _mm256_store_si256(reinterpret_cast<__m256i*>(u.sc[c]),
-                           _mm256_set_m128i(_mm_set1_epi16(sc[2 * c + 1]), _mm_set1_epi16(sc[2 * c])));
+// Sixteen signed per-16 scales (the int8 lanes of s) into KUnpacked's per-32-chunk lanes: chunk c's first
+// eight int16 lanes take scale 2c, its last eight scale 2c + 1.
+void set_k16_scales(__m128i s, KUnpacked& u) {
+    for (int c = 0; c < 8; ++c) {
+        const __m128i pick = _mm_set_epi64x(int64_t(0x0101010101010101ULL * uint64_t(2 * c + 1)),
+                                            int64_t(0x0101010101010101ULL * uint64_t(2 * c)));
+        _mm256_store_si256(reinterpret_cast<__m256i*>(u.sc[c]), _mm256_cvtepi8_epi16(_mm_shuffle_epi8(s, pick)));
+    }
 }
 
 void unpack_q2_k_avx2(const BlockQ2_K& b, KUnpacked& u) {
     spread_k2_levels(b.qs, u.q);
-    int16_t sc[16];
-    for (int s = 0; s < 16; ++s) {
-        sc[s] = int16_t(b.scales[s] & 15);
-        u.m[s] = int16_t(b.scales[s] >> 4);
-    }
-    set_k16_scales(sc, u);
+    const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
+    const __m128i lo4 = _mm_set1_epi8(0x0f);
+    set_k16_scales(_mm_and_si128(packed, lo4), u);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(u.m), _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(packed, 4), lo4)));
     u.d = half(b.d);
     u.dmin = half(b.dmin);
+}
+
+// Q3_K's sixteen 6-bit scales, less 32, as int8 lanes (quant_internal.h q3k_scale): low four bits from the
+// nibbles of bytes 0..7 (low nibbles: sub-blocks 0..7, high: 8..15), top two from bytes 8..11, two bits per
+// group of four sub-blocks.
+__m128i q3k_scales_avx2(const uint8_t* packed) {
+    uint64_t lo;
+    uint32_t hi;
+    std::memcpy(&lo, packed, 8);
+    std::memcpy(&hi, packed + 8, 4);
+    const __m128i l = _mm_cvtsi64_si128(int64_t(lo)), m4 = _mm_set1_epi8(0x0f);
+    const __m128i low4 = _mm_unpacklo_epi64(_mm_and_si128(l, m4), _mm_and_si128(_mm_srli_epi16(l, 4), m4));
+    const uint32_t m2 = 0x03030303;
+    const __m128i top2 = _mm_set_epi32(int((hi >> 6) & m2), int((hi >> 4) & m2), int((hi >> 2) & m2), int(hi & m2));
+    return _mm_sub_epi8(_mm_or_si128(low4, _mm_slli_epi16(top2, 4)), _mm_set1_epi8(32));
 }
 
 // Q3_K's level q - 4 * !high is stored as q + 4 * high (0..7), its -4 folded into a "min" of 4 * scale (with
@@ -409,12 +425,9 @@ void unpack_q3_k_avx2(const BlockQ3_K& b, KUnpacked& u) {
         __m256i* dst = reinterpret_cast<__m256i*>(u.q + 32 * c);
         _mm256_store_si256(dst, _mm256_or_si256(_mm256_load_si256(dst), high));
     }
-    int16_t sc[16];
-    for (int s = 0; s < 16; ++s) {
-        sc[s] = int16_t(q3k_scale(b.scales, s) - 32);
-        u.m[s] = int16_t(4 * sc[s]);
-    }
+    const __m128i sc = q3k_scales_avx2(b.scales);
     set_k16_scales(sc, u);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(u.m), _mm256_slli_epi16(_mm256_cvtepi8_epi16(sc), 2));
     u.d = u.dmin = half(b.d);
 }
 

@@ -5,6 +5,7 @@
 // Q4_1 and Q5_1 add a minimum: x = d * q + m with unsigned levels q. IQ4_NL's nibbles index a fixed
 // non-linear table of levels (kIq4nlValues) scaled by d.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 
@@ -131,12 +132,17 @@ void quantize_q5_1(const float* x, BlockQ5_1* y, int64_t n) {
 
 namespace {
 
-// The IQ4_NL table entry nearest to v (the table is sorted).
+// The IQ4_NL table entry nearest to v: the number of midpoints between neighbouring entries below v (the
+// table is sorted; a tie goes to the lower entry).
 int nearest_iq4nl(float v) {
-    int best = 0;
-    for (int k = 1; k < 16; ++k)
-        if (std::fabs(v - kIq4nlValues[k]) < std::fabs(v - kIq4nlValues[best])) best = k;
-    return best;
+    static constexpr auto kMid = [] {
+        std::array<float, 15> m{};
+        for (int k = 0; k < 15; ++k) m[size_t(k)] = 0.5f * (kIq4nlValues[k] + kIq4nlValues[k + 1]);
+        return m;
+    }();
+    int k = 0;
+    for (float m : kMid) k += v > m;
+    return k;
 }
 
 }  // namespace

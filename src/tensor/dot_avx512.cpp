@@ -105,6 +105,20 @@ struct Q5_0W {
     }
 };
 
+// IQ4_NL: the nibbles index the level table (one VPSHUFB per 128-bit lane, the table in each), stored + 128
+// so that VPDPBUSD takes them unsigned.
+struct IQ4_NLW {
+    using Block = BlockIQ4_NL;
+    static constexpr int kOffset = 128;
+    static constexpr bool kPermuted = true;
+    template <bool kTail>
+    static __m512i load(const Block* blk) {
+        const __m128i table = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues)),
+                                            _mm_set1_epi8(int8_t(0x80)));
+        return _mm512_shuffle_epi8(_mm512_broadcast_i32x4(table), load_nibble_pair<kTail>(blk));
+    }
+};
+
 // A block pair's signed levels (what the formats store minus their offset; Q8_0 stores them as they are).
 template <typename W, bool kTail>
 __m512i load_signed(const typename W::Block* blk) {
@@ -438,11 +452,12 @@ void fill_avx512(KernelSet& k) {
     k.tile[id(DType::Q8_0)] = tile_q8<Q8_0W>;
     k.tile[id(DType::Q4_0)] = tile_q8<Q4_0W>;
     k.tile[id(DType::Q5_0)] = tile_q8<Q5_0W>;
+    k.tile[id(DType::IQ4_NL)] = tile_q8<IQ4_NLW>;
     k.tile[id(DType::Q4_K)] = tile_q45k_fused<false, BlockQ4_K>;
     k.tile[id(DType::Q5_K)] = tile_q45k_fused<true, BlockQ5_K>;
     k.tile[id(DType::Q6_K)] = tile_q6k_fused;
     // Every kernel here walks rows one after another for a handful of tokens (the K-quants always do).
-    for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q5_0, DType::Q4_K, DType::Q5_K, DType::Q6_K})
+    for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q5_0, DType::IQ4_NL, DType::Q4_K, DType::Q5_K, DType::Q6_K})
         k.stream_tokens[id(t)] = kStreamTokens;
     fill_avx512_r16(k);
     fill_avx512_float(k);

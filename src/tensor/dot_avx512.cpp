@@ -7,7 +7,8 @@
 // with the signed activations is then off by offset * sum(a), so the accumulator starts at
 // -offset * sum(a), computed once per token block and reused by every row: the int32 lanes equal
 // the exact block dot, as in the scalar reference.
-// Per (row, token, 2 blocks) that leaves 4 instructions: dpbusd, cvt, scale product, fma.
+// Per (row, token, 2 blocks) that leaves 4 instructions: dpbusd, cvt, scale product, fma. IQ4_NL looks its
+// levels up (+ 128) with one VPSHUFB; Q4_1 / Q5_1 store unsigned levels and add m * d_a * sum(a) per block.
 // K-quants: each super-block's levels and scales are unpacked in registers (no L1 buffer, unlike
 // the AVX2 path) and dotted 64 bytes at a time with maddubs/madd against Q8_K.
 #include <immintrin.h>
@@ -87,23 +88,59 @@ struct Q4_0W {
     static __m512i load(const Block* blk) { return load_nibble_pair<kTail>(blk); }
 };
 
+// Q5_0 / Q5_1: the nibble pair plus 16 where the fifth bit is set. qh's bit i is element i's fifth bit;
+// arranged in load_nibble_pair's element order they form a byte mask.
+template <bool kTail, typename B>
+__m512i load_five_bit_pair(const B* blk) {
+    uint32_t h0, h1 = 0;
+    std::memcpy(&h0, blk[0].qh, 4);
+    if constexpr (!kTail) std::memcpy(&h1, blk[1].qh, 4);
+    const uint64_t bits = uint64_t(h0 & 0xffff) | (uint64_t(h1 & 0xffff) << 16) | (uint64_t(h0 >> 16) << 32) |
+                          (uint64_t(h1 >> 16) << 48);
+    const __m512i v = load_nibble_pair<kTail>(blk);
+    return _mm512_or_si512(v, _mm512_maskz_mov_epi8(__mmask64(bits), _mm512_set1_epi8(16)));
+}
+
 struct Q5_0W {
     using Block = BlockQ5_0;
     static constexpr int kOffset = 16;
     static constexpr bool kPermuted = true;
     template <bool kTail>
-    static __m512i load(const Block* blk) {
-        // qh's bit i is element i's fifth bit; arranged in load_nibble_pair's element order they
-        // form a byte mask.
-        uint32_t h0, h1 = 0;
-        std::memcpy(&h0, blk[0].qh, 4);
-        if constexpr (!kTail) std::memcpy(&h1, blk[1].qh, 4);
-        const uint64_t bits = uint64_t(h0 & 0xffff) | (uint64_t(h1 & 0xffff) << 16) | (uint64_t(h0 >> 16) << 32) |
-                              (uint64_t(h1 >> 16) << 48);
-        const __m512i v = load_nibble_pair<kTail>(blk);
-        return _mm512_or_si512(v, _mm512_maskz_mov_epi8(__mmask64(bits), _mm512_set1_epi8(16)));
-    }
+    static __m512i load(const Block* blk) { return load_five_bit_pair<kTail>(blk); }
 };
+
+// Q4_1 / Q5_1: unsigned levels as stored (no offset) and a minimum per block, x = d * q + m: the minimum meets
+// the activation pair's per-lane sums, m * d_a * sum(a), one more FMA per (row, token, pair).
+struct Q4_1W {
+    using Block = BlockQ4_1;
+    static constexpr int kOffset = 0;
+    static constexpr bool kPermuted = true;
+    template <bool kTail>
+    static __m512i load(const Block* blk) { return load_nibble_pair<kTail>(blk); }
+};
+
+struct Q5_1W {
+    using Block = BlockQ5_1;
+    static constexpr int kOffset = 0;
+    static constexpr bool kPermuted = true;
+    template <bool kTail>
+    static __m512i load(const Block* blk) { return load_five_bit_pair<kTail>(blk); }
+};
+
+template <typename W>
+constexpr bool kHasMin = std::is_same_v<W, Q4_1W> || std::is_same_v<W, Q5_1W>;
+
+// The activation pair's sums per 4-byte group (lanes as the pair's), as floats: what a block minimum meets.
+inline __m512 act_sums(__m512i av) {
+    return _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(1), av));
+}
+
+// The pair's two block minima (0 for a missing second block).
+template <typename W, bool kTail>
+__m128 mins2(const typename W::Block* blk) {
+    if constexpr (kHasMin<W>) return halves2(blk[0].m, kTail ? 0 : blk[1].m);
+    else return _mm_setzero_ps();
+}
 
 // IQ4_NL: the nibbles index the level table (one VPSHUFB per 128-bit lane, the table in each), stored + 128
 // so that VPDPBUSD takes them unsigned.
@@ -156,6 +193,9 @@ inline void step(const typename W::Block* const* wr, const BlockQ8_0* const* at,
         for (int r = 0; r < R; ++r) {
             const __m512i isum = _mm512_dpbusd_epi32(init, wv[r], av);
             acc[r][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dw[r], da), acc[r][t]);
+            if constexpr (kHasMin<W>)
+                acc[r][t] = _mm512_fmadd_ps(act_sums(av), _mm512_mul_ps(spread2<W::kPermuted>(mins2<W, kTail>(wr[r] + b)), da),
+                                            acc[r][t]);
         }
     }
 }
@@ -213,6 +253,8 @@ void stream_rows(int64_t nb, const void* w, size_t ws, int nr, const uint8_t* a,
     alignas(64) float da[kWeightSide ? 1 : T][2 * kPairs];
     alignas(64) __m512 da16[kWeightSide ? T : 1][kWeightSide ? kPairs : 1];
     alignas(64) __m512 racc[kDecodeRows][T];
+    // Minimum types: each pair's activation sums (act_sums), once per chunk.
+    alignas(64) __m512 asum[kHasMin<W> ? T : 1][kHasMin<W> ? kPairs : 1];
     for (int r = 0; r < nr; ++r)
         for (int t = 0; t < T; ++t) racc[r][t] = _mm512_setzero_ps();
     const __m512i k80 = _mm512_set1_epi8(int8_t(0x80));
@@ -225,6 +267,7 @@ void stream_rows(int64_t nb, const void* w, size_t ws, int nr, const uint8_t* a,
                 const int64_t b = 2 * (p0 + p);
                 const bool tail = b + 1 >= nb;
                 const __m512i v = tail ? act_pair<W, true>(at + b) : act_pair<W, false>(at + b);
+                if constexpr (kHasMin<W>) asum[t][p] = act_sums(v);
                 if constexpr (kWeightSide) {
                     av[t][p] = _mm512_xor_si512(v, k80);
                     da16[t][p] = scales2<W::kPermuted>(at[b].d, tail ? 0 : at[b + 1].d);
@@ -253,15 +296,22 @@ void stream_rows(int64_t nb, const void* w, size_t ws, int nr, const uint8_t* a,
                     const __m512i wv = load_signed<W, kTail>(wr + b);
                     const __m512i winit = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), k80, wv));
                     const __m512 dw16 = spread2<W::kPermuted>(dw);
+                    [[maybe_unused]] const __m512 mw16 = spread2<W::kPermuted>(mins2<W, kTail>(wr + b));
                     for (int t = 0; t < T; ++t) {
                         const __m512i isum = _mm512_dpbusd_epi32(winit, av[t][p], wv);
                         acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dw16, da16[t][p]), acc[t]);
+                        if constexpr (kHasMin<W>) acc[t] = _mm512_fmadd_ps(asum[t][p], _mm512_mul_ps(mw16, da16[t][p]), acc[t]);
                     }
                 } else {
                     const __m512i wv = W::template load<kTail>(wr + b);
                     const __m128 dwa = _mm_mul_ps(dw, _mm_castsi128_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(&da[0][2 * p]))));
                     const __m512i isum = _mm512_dpbusd_epi32(ainit[0][p], wv, av[0][p]);
                     acc[0] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), spread2<W::kPermuted>(dwa), acc[0]);
+                    if constexpr (kHasMin<W>) {
+                        const __m128 da2 = _mm_castsi128_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(&da[0][2 * p])));
+                        const __m128 mwa = _mm_mul_ps(mins2<W, kTail>(wr + b), da2);
+                        acc[0] = _mm512_fmadd_ps(asum[0][p], spread2<W::kPermuted>(mwa), acc[0]);
+                    }
                 }
             };
             int64_t p = 0;
@@ -453,11 +503,13 @@ void fill_avx512(KernelSet& k) {
     k.tile[id(DType::Q4_0)] = tile_q8<Q4_0W>;
     k.tile[id(DType::Q5_0)] = tile_q8<Q5_0W>;
     k.tile[id(DType::IQ4_NL)] = tile_q8<IQ4_NLW>;
+    k.tile[id(DType::Q4_1)] = tile_q8<Q4_1W>;
+    k.tile[id(DType::Q5_1)] = tile_q8<Q5_1W>;
     k.tile[id(DType::Q4_K)] = tile_q45k_fused<false, BlockQ4_K>;
     k.tile[id(DType::Q5_K)] = tile_q45k_fused<true, BlockQ5_K>;
     k.tile[id(DType::Q6_K)] = tile_q6k_fused;
     // Every kernel here walks rows one after another for a handful of tokens (the K-quants always do).
-    for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q5_0, DType::IQ4_NL, DType::Q4_K, DType::Q5_K, DType::Q6_K})
+    for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q5_0, DType::IQ4_NL, DType::Q4_1, DType::Q5_1, DType::Q4_K, DType::Q5_K, DType::Q6_K})
         k.stream_tokens[id(t)] = kStreamTokens;
     fill_avx512_r16(k);
     fill_avx512_float(k);

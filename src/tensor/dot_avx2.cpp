@@ -19,6 +19,7 @@
 #include <type_traits>
 
 #include "tensor/hsum_avx2.h"
+#include "tensor/k_scales_sse.h"
 #include "tensor/kernels.h"
 #include "tensor/prefetch.h"
 #include "tensor/quant_internal.h"
@@ -399,21 +400,6 @@ void unpack_q2_k_avx2(const BlockQ2_K& b, KUnpacked& u) {
     u.dmin = half(b.dmin);
 }
 
-// Q3_K's sixteen 6-bit scales, less 32, as int8 lanes (quant_internal.h q3k_scale): low four bits from the
-// nibbles of bytes 0..7 (low nibbles: sub-blocks 0..7, high: 8..15), top two from bytes 8..11, two bits per
-// group of four sub-blocks.
-__m128i q3k_scales_avx2(const uint8_t* packed) {
-    uint64_t lo;
-    uint32_t hi;
-    std::memcpy(&lo, packed, 8);
-    std::memcpy(&hi, packed + 8, 4);
-    const __m128i l = _mm_cvtsi64_si128(int64_t(lo)), m4 = _mm_set1_epi8(0x0f);
-    const __m128i low4 = _mm_unpacklo_epi64(_mm_and_si128(l, m4), _mm_and_si128(_mm_srli_epi16(l, 4), m4));
-    const uint32_t m2 = 0x03030303;
-    const __m128i top2 = _mm_set_epi32(int((hi >> 6) & m2), int((hi >> 4) & m2), int((hi >> 2) & m2), int(hi & m2));
-    return _mm_sub_epi8(_mm_or_si128(low4, _mm_slli_epi16(top2, 4)), _mm_set1_epi8(32));
-}
-
 // Q3_K's level q - 4 * !high is stored as q + 4 * high (0..7), its -4 folded into a "min" of 4 * scale (with
 // multiplier d), as Q6_K folds its -32.
 void unpack_q3_k_avx2(const BlockQ3_K& b, KUnpacked& u) {
@@ -425,7 +411,7 @@ void unpack_q3_k_avx2(const BlockQ3_K& b, KUnpacked& u) {
         __m256i* dst = reinterpret_cast<__m256i*>(u.q + 32 * c);
         _mm256_store_si256(dst, _mm256_or_si256(_mm256_load_si256(dst), high));
     }
-    const __m128i sc = q3k_scales_avx2(b.scales);
+    const __m128i sc = q3k_scales_sse(b.scales);
     set_k16_scales(sc, u);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(u.m), _mm256_slli_epi16(_mm256_cvtepi8_epi16(sc), 2));
     u.d = u.dmin = half(b.d);

@@ -79,41 +79,6 @@ struct Q5_0W {
     }
 };
 
-// R rows x T tokens, every block: y[t*ldy + r] = sum_b d_w[r,b] d_a[t,b] <w[r,b], a[t,b]>.
-template <typename W, int R, int T>
-void tile_q8_rt(int64_t nb, const void* w, size_t ws, const void* a, size_t as, float* y, int64_t ldy) {
-    using B = typename W::Block;
-    const B* wr[R];
-    const BlockQ8_0* at[T];
-    for (int r = 0; r < R; ++r) wr[r] = row_ptr<B>(w, ws, r);
-    for (int t = 0; t < T; ++t) at[t] = row_ptr<BlockQ8_0>(a, as, t);
-    __m256 acc[R][T];
-    for (int r = 0; r < R; ++r)
-        for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
-    const __m256i ones = _mm256_set1_epi16(1);
-    for (int64_t b = 0; b < nb; ++b) {
-        __m256i wv[R], wabs[R];
-        float dw[R];
-        for (int r = 0; r < R; ++r) {
-            _mm_prefetch(reinterpret_cast<const char*>(wr[r] + b) + kPrefetchBytes, _MM_HINT_T0);
-            wv[r] = W::load(wr[r][b]);
-            wabs[r] = _mm256_sign_epi8(wv[r], wv[r]);
-            dw[r] = half(wr[r][b].d);
-        }
-        for (int t = 0; t < T; ++t) {
-            const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(at[t][b].qs));
-            const float da = half(at[t][b].d);
-            for (int r = 0; r < R; ++r) {
-                const __m256i p16 = _mm256_maddubs_epi16(wabs[r], _mm256_sign_epi8(av, wv[r]));
-                const __m256 p = _mm256_cvtepi32_ps(_mm256_madd_epi16(p16, ones));
-                acc[r][t] = _mm256_fmadd_ps(p, _mm256_set1_ps(dw[r] * da), acc[r][t]);
-            }
-        }
-    }
-    for (int r = 0; r < R; ++r)
-        for (int t = 0; t < T; ++t) y[t * ldy + r] = hsum(acc[r][t]);
-}
-
 // Q4_1 / Q5_1: unsigned levels (0..15 / 0..31) and a minimum, x = d*q + m. VPMADDUBSW takes the levels as its
 // unsigned operand directly; the minimum meets the activation block's sum, m * d_a * sum(a), kept spread over
 // the same 8 lanes (one sum per token and block, shared by the R rows).
@@ -129,8 +94,13 @@ struct Q5_1W {
     }
 };
 
+template <typename W>
+constexpr bool kHasMin = std::is_same_v<W, Q4_1W> || std::is_same_v<W, Q5_1W>;
+
+// R rows x T tokens, every block: y[t*ldy + r] = sum_b d_w[r,b] d_a[t,b] <w[r,b], a[t,b]> (+ m_w[r,b] d_a[t,b]
+// sum(a[t,b]) where the format has a minimum).
 template <typename W, int R, int T>
-void tile_q81_rt(int64_t nb, const void* w, size_t ws, const void* a, size_t as, float* y, int64_t ldy) {
+void tile_q8_rt(int64_t nb, const void* w, size_t ws, const void* a, size_t as, float* y, int64_t ldy) {
     using B = typename W::Block;
     const B* wr[R];
     const BlockQ8_0* at[T];
@@ -140,24 +110,28 @@ void tile_q81_rt(int64_t nb, const void* w, size_t ws, const void* a, size_t as,
     for (int r = 0; r < R; ++r)
         for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
     const __m256i ones = _mm256_set1_epi16(1);
-    const __m256i ones8 = _mm256_set1_epi8(1);
     for (int64_t b = 0; b < nb; ++b) {
-        __m256i wv[R];
+        __m256i wv[R], wabs[R];
         float dw[R], mw[R];
         for (int r = 0; r < R; ++r) {
             _mm_prefetch(reinterpret_cast<const char*>(wr[r] + b) + kPrefetchBytes, _MM_HINT_T0);
             wv[r] = W::load(wr[r][b]);
             dw[r] = half(wr[r][b].d);
-            mw[r] = half(wr[r][b].m);
+            if constexpr (kHasMin<W>) mw[r] = half(wr[r][b].m);
+            else wabs[r] = _mm256_sign_epi8(wv[r], wv[r]);
         }
         for (int t = 0; t < T; ++t) {
             const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(at[t][b].qs));
             const float da = half(at[t][b].d);
-            const __m256 asum = _mm256_cvtepi32_ps(_mm256_madd_epi16(_mm256_maddubs_epi16(ones8, av), ones));
+            [[maybe_unused]] __m256 asum;
+            if constexpr (kHasMin<W>)
+                asum = _mm256_cvtepi32_ps(_mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), av), ones));
             for (int r = 0; r < R; ++r) {
-                const __m256 p = _mm256_cvtepi32_ps(_mm256_madd_epi16(_mm256_maddubs_epi16(wv[r], av), ones));
+                const __m256i p16 = kHasMin<W> ? _mm256_maddubs_epi16(wv[r], av)
+                                               : _mm256_maddubs_epi16(wabs[r], _mm256_sign_epi8(av, wv[r]));
+                const __m256 p = _mm256_cvtepi32_ps(_mm256_madd_epi16(p16, ones));
                 acc[r][t] = _mm256_fmadd_ps(p, _mm256_set1_ps(dw[r] * da), acc[r][t]);
-                acc[r][t] = _mm256_fmadd_ps(asum, _mm256_set1_ps(mw[r] * da), acc[r][t]);
+                if constexpr (kHasMin<W>) acc[r][t] = _mm256_fmadd_ps(asum, _mm256_set1_ps(mw[r] * da), acc[r][t]);
             }
         }
     }
@@ -211,21 +185,6 @@ struct Q8Kernel {
 template <typename W>
 void tile_q8(int64_t cols, const void* w, size_t ws, int nr, const void* a, size_t as, int nt, float* y, int64_t ldy) {
     walk_tokens<Q8Kernel<W>::template K, 2>(cols, w, ws, nr, a, as, nt, y, ldy);
-}
-
-template <typename W>
-struct Q81Kernel {
-    template <int R, int T>
-    struct K {
-        static void run(int64_t n, const void* w, size_t ws, const void* a, size_t as, float* y, int64_t ldy) {
-            tile_q81_rt<W, R, T>(n / QK, w, ws, a, as, y, ldy);
-        }
-    };
-};
-
-template <typename W>
-void tile_q81(int64_t cols, const void* w, size_t ws, int nr, const void* a, size_t as, int nt, float* y, int64_t ldy) {
-    walk_tokens<Q81Kernel<W>::template K, 2>(cols, w, ws, nr, a, as, nt, y, ldy);
 }
 
 // ---- float weights (F32 / F16 / BF16) against f32 activations --------------------------------------
@@ -893,8 +852,8 @@ void fill_avx2(KernelSet& k) {
     k.tile[id(DType::Q4_0)] = tile_q8<Q4_0W>;
     k.tile[id(DType::Q5_0)] = tile_q8<Q5_0W>;
     k.tile[id(DType::IQ4_NL)] = tile_q8<IQ4_NLW>;
-    k.tile[id(DType::Q4_1)] = tile_q81<Q4_1W>;
-    k.tile[id(DType::Q5_1)] = tile_q81<Q5_1W>;
+    k.tile[id(DType::Q4_1)] = tile_q8<Q4_1W>;
+    k.tile[id(DType::Q5_1)] = tile_q8<Q5_1W>;
     k.tile[id(DType::Q2_K)] = tile_k<BlockQ2_K, unpack_q2_k_avx2>;
     k.tile[id(DType::Q3_K)] = tile_k<BlockQ3_K, unpack_q3_k_avx2>;
     k.tile[id(DType::Q4_K)] = tile_k<BlockQ4_K, unpack_q4_k_avx2>;

@@ -135,11 +135,14 @@ TEST(RoundTrip, Q5_1NearestLevel) { check_min_block(DType::Q5_1, 31); }
 // The block layouts of the formats added after the first ones, decoded from random bytes and checked against
 // GGUF's layout written out the way ggml's reference dequantizers walk it (loops over halves, shifts and
 // masks, and the four cases of Q3_K's scale packing), not through the helpers the library uses.
-std::vector<uint8_t> random_bytes(size_t n, uint32_t seed) {
+template <typename B>
+B random_block(uint32_t seed) {
     std::mt19937 rng(seed);
-    std::vector<uint8_t> v(n);
-    for (uint8_t& b : v) b = uint8_t(rng());
-    return v;
+    uint8_t raw[sizeof(B)];
+    for (uint8_t& b : raw) b = uint8_t(rng());
+    B blk;
+    std::memcpy(&blk, raw, sizeof blk);
+    return blk;
 }
 
 std::vector<float> decode(DType t, const void* block) {
@@ -150,9 +153,7 @@ std::vector<float> decode(DType t, const void* block) {
 
 TEST(Layout, Q4_1AndQ5_1DecodeAsGgufLaysThemOut) {
     for (uint32_t seed = 0; seed < 20; ++seed) {
-        BlockQ5_1 b5;
-        auto raw = random_bytes(sizeof b5, seed);
-        std::memcpy(&b5, raw.data(), sizeof b5);
+        auto b5 = random_block<BlockQ5_1>(seed);
         b5.d = fp32_to_fp16(0.5f);
         b5.m = fp32_to_fp16(-1.25f);
         BlockQ4_1 b4{b5.d, b5.m, {}};
@@ -172,9 +173,7 @@ TEST(Layout, Q4_1AndQ5_1DecodeAsGgufLaysThemOut) {
 TEST(Layout, IQ4_NLDecodesAsGgufLaysItOut) {
     const int8_t table[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
     for (uint32_t seed = 0; seed < 20; ++seed) {
-        BlockIQ4_NL b;
-        auto raw = random_bytes(sizeof b, seed);
-        std::memcpy(&b, raw.data(), sizeof b);
+        auto b = random_block<BlockIQ4_NL>(seed);
         b.d = fp32_to_fp16(0.25f);
         const auto y = decode(DType::IQ4_NL, &b);
         for (int j = 0; j < 16; ++j) {
@@ -205,9 +204,7 @@ TEST(RoundTrip, IQ4_NLNearestLevel) {
 
 TEST(Layout, Q2_KDecodesAsGgufLaysItOut) {
     for (uint32_t seed = 0; seed < 20; ++seed) {
-        BlockQ2_K b;
-        auto raw = random_bytes(sizeof b, seed);
-        std::memcpy(&b, raw.data(), sizeof b);
+        auto b = random_block<BlockQ2_K>(seed);
         b.d = fp32_to_fp16(0.25f);
         b.dmin = fp32_to_fp16(0.125f);
         const auto y = decode(DType::Q2_K, &b);
@@ -226,9 +223,7 @@ TEST(Layout, Q2_KDecodesAsGgufLaysItOut) {
 
 TEST(Layout, Q3_KDecodesAsGgufLaysItOut) {
     for (uint32_t seed = 0; seed < 20; ++seed) {
-        BlockQ3_K b;
-        auto raw = random_bytes(sizeof b, seed);
-        std::memcpy(&b, raw.data(), sizeof b);
+        auto b = random_block<BlockQ3_K>(seed);
         b.d = fp32_to_fp16(0.5f);
         const auto y = decode(DType::Q3_K, &b);
         const uint8_t* sc = b.scales;

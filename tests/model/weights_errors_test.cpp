@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 
@@ -9,6 +10,7 @@
 #include "gguf/gguf_writer.h"
 #include "model/model.h"
 #include "model_test_util.h"
+#include "tensor/quant.h"
 #include "test_paths.h"
 #include "util/error.h"
 
@@ -125,4 +127,33 @@ TEST(WeightErrors, TensorsAtOddOffsetsLoadAndGiveTheSameLogits) {
     test::Runner a(Model::from_file(odd), 8), b(Model::load(test::shared_path("models/stories260K.gguf"), Residency::Map), 8);
     const std::vector<int32_t> prompt = {1, 400, 25, 90};
     EXPECT_EQ(a.run(prompt, 0, Logits::All), b.run(prompt, 0, Logits::All));
+}
+
+// A matrix in a GGUF type flint has no kernel for (Q8_1 is an activation format; the IQ2/IQ3 families and
+// IQ4_XS are not read) is refused at load, naming the tensor and the type; every type flint does multiply
+// loads in the same place.
+TEST(WeightErrors, AMatrixTypeWithoutAKernelIsRefusedByName) {
+    FLINT_REQUIRE_SHARED("models/stories260K.gguf");
+    auto f = gguf::File::open(test::shared_path("models/stories260K.gguf"), Residency::Map);
+    auto retyped = [&](DType type) {
+        gguf::Writer w;
+        w.copy_metadata(*f);
+        for (const auto& t : f->tensors()) {
+            if (t.name != "blk.1.attn_output.weight") {
+                w.add_tensor_view(t.name, t.type, t.dims, t.data, t.n_bytes);
+                continue;
+            }
+            std::vector<float> x(t.n_bytes / 4);
+            std::memcpy(x.data(), t.data, t.n_bytes);
+            std::vector<uint8_t> q(gguf::Writer::tensor_bytes(t.name, type, t.dims));
+            if (can_quantize(type)) quantize_row_ref(type, x.data(), q.data(), int64_t(x.size()));
+            w.add_tensor(t.name, type, t.dims, std::move(q));
+        }
+        return w.write_buffer();
+    };
+    ASSERT_EQ(f->find_tensor("blk.1.attn_output.weight")->type, DType::F32);
+    const std::string e = load_error(retyped(DType::Q8_1));
+    EXPECT_NE(e.find("blk.1.attn_output.weight"), std::string::npos) << e;
+    EXPECT_NE(e.find("type q8_1 is not supported for matrices"), std::string::npos) << e;
+    for (DType ok : {DType::Q4_1, DType::Q5_1, DType::IQ4_NL}) EXPECT_EQ("", load_error(retyped(ok))) << dtype_name(ok);
 }

@@ -73,7 +73,7 @@ std::string listing(const std::vector<std::string>& items, int width) {
         }
         out += "\r\n";
     }
-    if (items.size() > shown) out += "(" + std::to_string(items.size() - shown) + " more)\r\n";
+    if (items.size() > shown) out.append("(").append(std::to_string(items.size() - shown)).append(" more)\r\n");
     return out;
 }
 

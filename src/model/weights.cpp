@@ -54,12 +54,8 @@ WeightView matrix(const gguf::File& f, const std::string& name, int64_t rows, in
                   std::vector<std::vector<float>>& owned) {
     const gguf::TensorInfo& t = require(f, name);
     check_shape(f, t, {cols, rows});
-    switch (t.type) {
-        case DType::F32: case DType::F16: case DType::BF16: case DType::Q8_0: case DType::Q4_0: case DType::Q4_1:
-        case DType::Q5_0: case DType::Q5_1: case DType::Q2_K: case DType::Q3_K: case DType::Q4_K: case DType::Q5_K:
-        case DType::Q6_K: case DType::IQ4_NL: break;
-        default: fail(f.path(), ": tensor ", name, ": type ", dtype_name(t.type), " is not supported for matrices");
-    }
+    if (!has_matmul_kernel(t.type))
+        fail(f.path(), ": tensor ", name, ": type ", dtype_name(t.type), " is not supported for matrices");
     return WeightView{t.type, aligned(t, owned), rows, cols};
 }
 

@@ -107,6 +107,11 @@ const KernelSet& active_kernels() {
 
 using namespace detail;
 
+bool has_matmul_kernel(DType t) {
+    const uint32_t id = static_cast<uint32_t>(t);
+    return is_file_type(t) && id < kMaxDTypeId && tables().sets[0].tile[id] != nullptr;
+}
+
 Isa active_isa() {
     Tables& t = tables();
     return Isa(std::min<ptrdiff_t>(t.active.load() - &t.sets[0], int(Isa::AVX512)));

@@ -45,6 +45,10 @@ void matmul_many(std::span<const MatmulOut> outs, const float* x, int64_t n_toke
 void matmul_swiglu(const WeightView& gate, const WeightView& up, const float* x, int64_t n_tokens, float* h,
                    float* up_out, ThreadPool* pool);
 
+// A GGUF file's matrices may be of type t: every instruction set multiplies it (each SIMD kernel table is
+// filled over a copy of the scalar one, so the scalar reference's types are the set).
+bool has_matmul_kernel(DType t);
+
 // One row of W as f32 (embedding lookup): out[cols].
 void get_row(const WeightView& w, int64_t row, float* out);
 

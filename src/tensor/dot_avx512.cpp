@@ -182,21 +182,22 @@ __m512i offset_init(__m512i av) {
 template <typename W, int R, int T, bool kTail>
 inline void step(const typename W::Block* const* wr, const BlockQ8_0* const* at, int64_t b, __m512 (&acc)[R][T]) {
     __m512i wv[R];
-    __m512 dw[R];
+    __m512 dw[R], mw[R];
     for (int r = 0; r < R; ++r) {
         wv[r] = W::template load<kTail>(wr[r] + b);
         dw[r] = scales2<W::kPermuted>(wr[r][b].d, kTail ? 0 : wr[r][b + 1].d);
+        if constexpr (kHasMin<W>) mw[r] = spread2<W::kPermuted>(mins2<W, kTail>(wr[r] + b));
     }
     for (int t = 0; t < T; ++t) {
         const __m512i av = act_pair<W, kTail>(at[t] + b);
         const __m512 da = scales2<W::kPermuted>(at[t][b].d, kTail ? 0 : at[t][b + 1].d);
         const __m512i init = offset_init<W>(av);
+        [[maybe_unused]] __m512 asum;
+        if constexpr (kHasMin<W>) asum = act_sums(av);  // once per token, for all R rows
         for (int r = 0; r < R; ++r) {
             const __m512i isum = _mm512_dpbusd_epi32(init, wv[r], av);
             acc[r][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dw[r], da), acc[r][t]);
-            if constexpr (kHasMin<W>)
-                acc[r][t] = _mm512_fmadd_ps(act_sums(av), _mm512_mul_ps(spread2<W::kPermuted>(mins2<W, kTail>(wr[r] + b)), da),
-                                            acc[r][t]);
+            if constexpr (kHasMin<W>) acc[r][t] = _mm512_fmadd_ps(asum, _mm512_mul_ps(mw[r], da), acc[r][t]);
         }
     }
 }

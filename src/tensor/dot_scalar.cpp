@@ -34,8 +34,7 @@ float dot_q4_0(int64_t cols, const BlockQ4_0* w, const BlockQ8_0* a) {
 float dot_q5_0(int64_t cols, const BlockQ5_0* w, const BlockQ8_0* a) {
     float sum = 0;
     for (int64_t b = 0; b < cols / QK; ++b) {
-        uint32_t qh;
-        std::memcpy(&qh, w[b].qh, 4);
+        const uint32_t qh = q5_high_bits(w[b].qh);
         int isum = 0;
         for (int j = 0; j < QK / 2; ++j) {
             const int lo = ((w[b].qs[j] & 0xf) | int(((qh >> j) & 1) << 4)) - 16;

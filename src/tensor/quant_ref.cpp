@@ -212,8 +212,7 @@ void dequantize_q4_0(const BlockQ4_0* x, float* y, int64_t n) {
 void dequantize_q5_0(const BlockQ5_0* x, float* y, int64_t n) {
     for (int64_t b = 0; b < n / QK; ++b, y += QK) {
         const float d = fp16_to_fp32(x[b].d);
-        uint32_t qh;
-        std::memcpy(&qh, x[b].qh, 4);
+        const uint32_t qh = q5_high_bits(x[b].qh);
         for (int j = 0; j < QK / 2; ++j) {
             const int lo = (x[b].qs[j] & 0xf) | int(((qh >> j) & 1) << 4);
             const int hi = (x[b].qs[j] >> 4) | int(((qh >> (j + QK / 2)) & 1) << 4);

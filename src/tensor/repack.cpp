@@ -8,6 +8,7 @@
 
 #include "tensor/kernels.h"
 #include "tensor/quant.h"
+#include "tensor/quant_internal.h"
 #include "util/error.h"
 
 namespace flint {
@@ -56,8 +57,7 @@ void pack_q5_0(const BlockQ5_0* rows, int64_t nb, B* out) {
     for (int64_t b = 0; b < nb; ++b) {
         std::memset(out[b].qh, 0, sizeof(out[b].qh));
         for (int i = 0; i < G; ++i) {
-            uint32_t qh;
-            std::memcpy(&qh, rows[i * nb + b].qh, 4);
+            const uint32_t qh = detail::q5_high_bits(rows[i * nb + b].qh);
             for (int e = 0; e < QK; ++e)
                 if ((qh >> e) & 1) set_fifth_bit(out[b].qh, i, e);
         }

@@ -506,7 +506,45 @@ struct Q5R8 : OffsetDots<true, 3> {
     }
 };
 
-// The 32-element eight-row nibble layouts (Q4_0, Q5_0) against T tokens: W::load takes a block's levels
+// Q4_1 / Q5_1: Q4_0's / Q5_0's levels as stored, no offset (x = d * q + m: the minimum meets the activation
+// block's sum in group_r8).
+struct Q41R8 {
+    using Block = BlockQ4_1R8;
+    static void load(const Block& b, __m256i (&w)[8]) { Q4R8::load_nibbles(b.qs, w); }
+    template <typename B>
+    static __m256i dots(const B&, const __m256i (&w)[8], const BlockQ8_0S& a) { return quad_dots<false>(w, a.qs); }
+};
+struct Q51R8 {
+    using Block = BlockQ5_1R8;
+    static void load(const Block& b, __m256i (&w)[8]) {
+        Q4R8::load_nibbles(b.qs, w);
+        Q5R8::add_fifth_bits(b.qh, w);
+    }
+    template <typename B>
+    static __m256i dots(const B&, const __m256i (&w)[8], const BlockQ8_0S& a) { return quad_dots<true>(w, a.qs); }
+};
+template <typename W>
+constexpr bool kHasMinR8 = requires(const typename W::Block& b) { b.m; };
+
+// IQ4_NL: the nibbles index the signed level table (one VPSHUFB per register, the table in both lanes), and
+// the levels (-127..113) meet the activation as Q8_0_R8's do (q8r8_quad: |w| against a with w's signs).
+inline __m256i q8r8_quad(__m256i isum, __m256i wk, __m256i wabs, const int8_t* aq);  // below, with Q8_0_R8
+struct IQ4NLR8 {
+    using Block = BlockIQ4_NLR8;
+    static void load(const Block& b, __m256i (&w)[8]) {
+        const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues)));
+        Q4R8::load_nibbles(b.qs, w);
+        for (int k = 0; k < 8; ++k) w[k] = _mm256_shuffle_epi8(table, w[k]);
+    }
+    template <typename B>
+    static __m256i dots(const B&, const __m256i (&w)[8], const BlockQ8_0S& a) {
+        __m256i isum = _mm256_setzero_si256();
+        for (int k = 0; k < 8; ++k) isum = q8r8_quad(isum, w[k], _mm256_abs_epi8(w[k]), a.qs + 4 * k);
+        return isum;
+    }
+};
+
+// The 32-element eight-row nibble layouts (Q4_0, Q5_0, IQ4_NL, Q4_1, Q5_1) against T tokens: W::load takes a block's levels
 // into registers once, W::dots gives one token's eight block dots from them.
 template <typename W, int T>
 void group_r8(int64_t nb, const typename W::Block* wb, const uint8_t* a, size_t as, float* y, int64_t ldy) {
@@ -519,10 +557,14 @@ void group_r8(int64_t nb, const typename W::Block* wb, const uint8_t* a, size_t 
         __m256i w[8];
         W::load(wb[b], w);
         const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb[b].d)));
+        [[maybe_unused]] __m256 m;
+        if constexpr (kHasMinR8<W>) m = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb[b].m)));
         for (int t = 0; t < T; ++t) {
             const BlockQ8_0S& ab = at[t][b];
             const __m256i isum = W::dots(wb[b], w, ab);
             acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(d, _mm256_set1_ps(ab.d)), acc[t]);
+            // The minimum times the activation block's sum, -ofs / 128 exactly.
+            if constexpr (kHasMinR8<W>) acc[t] = _mm256_fmadd_ps(m, _mm256_set1_ps(ab.d * float(-(ab.ofs >> 7))), acc[t]);
         }
     }
     for (int t = 0; t < T; ++t) _mm256_storeu_ps(y + t * ldy, acc[t]);
@@ -865,11 +907,17 @@ void fill_avx2(KernelSet& k) {
     k.tile[id(DType::Q8_0_R8)] = tile_groups<kR8Rows, BlockQ8_0R8, Q8R8Pass::K, 6, QK, decode_tile_q8r8>;
     k.tile[id(DType::Q4_0_R8)] = tile_groups<kR8Rows, BlockQ4_0R8, R8<Q4R8>::K, 9, QK>;
     k.tile[id(DType::Q5_0_R8)] = tile_groups<kR8Rows, BlockQ5_0R8, R8<Q5R8>::K, 9, QK>;
-    for (DType t : {DType::Q8_0_R8, DType::Q4_0_R8, DType::Q5_0_R8})
+    k.tile[id(DType::IQ4_NL_R8)] = tile_groups<kR8Rows, BlockIQ4_NLR8, R8<IQ4NLR8>::K, 9, QK>;
+    k.tile[id(DType::Q4_1_R8)] = tile_groups<kR8Rows, BlockQ4_1R8, R8<Q41R8>::K, 9, QK>;
+    k.tile[id(DType::Q5_1_R8)] = tile_groups<kR8Rows, BlockQ5_1R8, R8<Q51R8>::K, 9, QK>;
+    for (DType t : {DType::Q8_0_R8, DType::Q4_0_R8, DType::Q5_0_R8, DType::IQ4_NL_R8, DType::Q4_1_R8, DType::Q5_1_R8})
         k.stream_tokens[id(t)] = 255;  // every token count: tiles of kDecodeRows rows (two groups)
     k.repack[id(DType::Q8_0)] = DType::Q8_0_R8;
     k.repack[id(DType::Q4_0)] = DType::Q4_0_R8;
     k.repack[id(DType::Q5_0)] = DType::Q5_0_R8;
+    k.repack[id(DType::IQ4_NL)] = DType::IQ4_NL_R8;
+    k.repack[id(DType::Q4_1)] = DType::Q4_1_R8;
+    k.repack[id(DType::Q5_1)] = DType::Q5_1_R8;
     k.tile[id(DType::Q4_K_R8)] = tile_groups<kR8Rows, BlockQ4_KR8, KR8<Q4KR8>::K, 6, QK_K>;
     k.tile[id(DType::Q5_K_R8)] = tile_groups<kR8Rows, BlockQ5_KR8, KR8<Q5KR8>::K, 6, QK_K>;
     for (DType t : {DType::Q4_K_R8, DType::Q5_K_R8}) k.stream_tokens[id(t)] = 255;

@@ -2,10 +2,11 @@
 //
 // A repacked block holds block b of sixteen rows, 32-bit lane i = row i, in eight registers of 4-element
 // quads (Q8_0: loaded as they are; Q4_0: four loads, each split into two quads' nibbles; Q5_0: Q4_0's, plus
-// 16 where a 64-bit mask per register has the fifth bit). Per token, eight VPDPBUSD against the activation's
-// quads broadcast from memory accumulate the sixteen exact block dots (the weights are unsigned, Q8_0 + 128,
-// Q4_0's level + 8 and Q5_0's + 16, so each lane starts at -offset * sum(a), which the activation block
-// carries),
+// 16 where a 64-bit mask per register has the fifth bit; IQ4_NL: Q4_0's nibbles looked up in its table). Per
+// token, eight VPDPBUSD against the activation's quads broadcast from memory accumulate the sixteen exact
+// block dots (the weights are unsigned, Q8_0 + 128, Q4_0's level + 8, Q5_0's + 16, IQ4_NL's + 128, so each
+// lane starts at -offset * sum(a), which the activation block carries; Q4_1's and Q5_1's levels have no
+// offset, and their minima meet sum(a) in one more FMA),
 // then one convert, one scale product (the sixteen row scales, converted once per block, times the token's
 // scale) and one FMA per sixteen rows. That is 2.75 vector operations per token and 128 weights, against
 // 8 for the file-layout kernels (dot_avx512.cpp), and no horizontal sums: lane i is row i's result.
@@ -76,6 +77,37 @@ struct Q5R16 {
     }
 };
 
+// IQ4_NL: Q4_0_R16's nibbles index the level table (one VPSHUFB per register, the table in each 128-bit lane),
+// stored + 128 so they are unsigned; the lanes start at -128 * sum(a), as Q8_0's.
+struct IQ4NLR16 {
+    using Block = BlockIQ4_NLR16;
+    static __m512i init(const BlockQ8_0S& a) { return _mm512_set1_epi32(a.ofs); }
+    static void load(const Block& b, __m512i (&w)[8]) {
+        const __m128i values = _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues));
+        const __m512i table = _mm512_broadcast_i32x4(_mm_xor_si128(values, _mm_set1_epi8(int8_t(0x80))));
+        Q4R16::load_nibbles(b.qs, w);
+        for (int k = 0; k < 8; ++k) w[k] = _mm512_shuffle_epi8(table, w[k]);
+    }
+};
+
+// Q4_1 / Q5_1: the levels as stored (0..15, 0..31: no offset), and a minimum per row and block, x = d * q + m,
+// which meets the activation block's sum (-ofs / 128, exactly) in one more FMA per token (group_rt).
+struct Q41R16 {
+    using Block = BlockQ4_1R16;
+    static __m512i init(const BlockQ8_0S&) { return _mm512_setzero_si512(); }
+    static void load(const Block& b, __m512i (&w)[8]) { Q4R16::load_nibbles(b.qs, w); }
+};
+struct Q51R16 {
+    using Block = BlockQ5_1R16;
+    static __m512i init(const BlockQ8_0S&) { return _mm512_setzero_si512(); }
+    static void load(const Block& b, __m512i (&w)[8]) {
+        Q4R16::load_nibbles(b.qs, w);
+        Q5R16::add_fifth_bits(b.qh, w);
+    }
+};
+template <typename W>
+constexpr bool kHasMin = requires(const typename W::Block& b) { b.m; };
+
 // acc + w . (activation quad k broadcast), the quad read by the instruction itself (EVEX embedded broadcast:
 // one fused load, where GCC emits a separate VPBROADCASTD for the intrinsic).
 inline __m512i dpbusd_quad(__m512i acc, __m512i w, const int8_t* qs, int k) {
@@ -110,6 +142,8 @@ void group_rt(int64_t nb, const typename W::Block* wb, const uint8_t* a, size_t 
         __m512i w[8];
         W::load(wb[b], w);
         const __m512 s = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb[b].d)));
+        [[maybe_unused]] __m512 m;
+        if constexpr (kHasMin<W>) m = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb[b].m)));
         // Unrolled, so the accumulators stay in registers (GCC keeps them in memory from 12 tokens otherwise).
 #pragma GCC unroll 32
         for (int t = 0; t < T; ++t) {
@@ -128,6 +162,7 @@ void group_rt(int64_t nb, const typename W::Block* wb, const uint8_t* a, size_t 
                 for (int k = 0; k < 8; ++k) isum = dpbusd_quad(isum, w[k], ab.qs, k);
             }
             acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(s, _mm512_set1_ps(ab.d)), acc[t]);
+            if constexpr (kHasMin<W>) acc[t] = _mm512_fmadd_ps(m, _mm512_set1_ps(ab.d * float(-(ab.ofs >> 7))), acc[t]);
         }
     }
     for (int t = 0; t < T; ++t) _mm512_storeu_ps(y + t * ldy, acc[t]);
@@ -366,6 +401,9 @@ void fill_r16_32(KernelSet& k) {
     k.tile[id(DType::Q4_0_R16)] =
         tile_groups<kR16Rows, BlockQ4_0R16, R16<Q4R16, PfOne>::template K, kMaxTokens, QK, decode_tile_q4r16<PfOne>>;
     k.tile[id(DType::Q5_0_R16)] = tile_groups<kR16Rows, BlockQ5_0R16, R16<Q5R16, PfOne>::template K, kMaxTokens, QK>;
+    k.tile[id(DType::IQ4_NL_R16)] = tile_groups<kR16Rows, BlockIQ4_NLR16, R16<IQ4NLR16, PfOne>::template K, kMaxTokens, QK>;
+    k.tile[id(DType::Q4_1_R16)] = tile_groups<kR16Rows, BlockQ4_1R16, R16<Q41R16, PfOne>::template K, kMaxTokens, QK>;
+    k.tile[id(DType::Q5_1_R16)] = tile_groups<kR16Rows, BlockQ5_1R16, R16<Q51R16, PfOne>::template K, kMaxTokens, QK>;
 }
 
 }  // namespace
@@ -382,7 +420,8 @@ void fill_avx512_r16(KernelSet& k) {
     k.tile[id(DType::Q4_K_R16)] = tile_groups<kR16Rows, BlockQ4_KR16, Q45K<Q4KR16>::K, kMaxTokensK, QK_K>;
     k.tile[id(DType::Q5_K_R16)] = tile_groups<kR16Rows, BlockQ5_KR16, Q45K<Q5KR16>::K, kMaxTokensK, QK_K>;
     k.tile[id(DType::Q6_K_R16)] = tile_groups<kR16Rows, BlockQ6_KR16, Q6K, kMaxTokensK, QK_K>;
-    for (DType t : {DType::Q8_0_R16, DType::Q4_0_R16, DType::Q5_0_R16, DType::Q4_K_R16, DType::Q5_K_R16, DType::Q6_K_R16})
+    for (DType t : {DType::Q8_0_R16, DType::Q4_0_R16, DType::Q5_0_R16, DType::Q4_K_R16, DType::Q5_K_R16, DType::Q6_K_R16,
+                    DType::IQ4_NL_R16, DType::Q4_1_R16, DType::Q5_1_R16})
         k.stream_tokens[id(t)] = 255;  // every token count: tiles of one group (kDecodeRows = 16 rows)
     k.repack[id(DType::Q8_0)] = DType::Q8_0_R16;
     k.repack[id(DType::Q4_0)] = DType::Q4_0_R16;
@@ -390,6 +429,9 @@ void fill_avx512_r16(KernelSet& k) {
     k.repack[id(DType::Q4_K)] = DType::Q4_K_R16;
     k.repack[id(DType::Q5_K)] = DType::Q5_K_R16;
     k.repack[id(DType::Q6_K)] = DType::Q6_K_R16;
+    k.repack[id(DType::IQ4_NL)] = DType::IQ4_NL_R16;
+    k.repack[id(DType::Q4_1)] = DType::Q4_1_R16;
+    k.repack[id(DType::Q5_1)] = DType::Q5_1_R16;
 }
 
 }  // namespace flint::detail

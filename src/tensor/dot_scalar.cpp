@@ -199,10 +199,6 @@ float dot_q8_0_rows(int64_t cols, const B* w, int i, const BlockQ8_0S* a) {
     return sum;
 }
 
-// Row i's fifth bit of element e in a repacked Q5_0 block (sixteen rows: byte masks; eight: a 32-bit one).
-int fifth_bit(const BlockQ5_0R16& b, int i, int e) { return q5r16_high_bit(b, i, e); }
-int fifth_bit(const BlockQ5_0R8& b, int i, int e) { return int((b.qh[e / 4] >> (4 * i + e % 4)) & 1); }
-
 // Q4_0 / Q5_0 in G-row groups (16: the AVX-512 layouts, 8: AVX2's): quads 4 G bytes apart.
 template <typename B, int G, bool kFifthBit>
 float dot_q45_0_rows(int64_t cols, const B* w, int i, const BlockQ8_0S* a) {
@@ -214,12 +210,49 @@ float dot_q45_0_rows(int64_t cols, const B* w, int i, const BlockQ8_0S* a) {
             const uint8_t q = w[b].qs[4 * G * (j / 4) + 4 * i + j % 4];
             int lo = q & 0xf, hi = q >> 4;
             if constexpr (kFifthBit) {
-                lo |= fifth_bit(w[b], i, j) << 4;
-                hi |= fifth_bit(w[b], i, j + QK / 2) << 4;
+                lo |= group_fifth_bit(w[b].qh, i, j) << 4;
+                hi |= group_fifth_bit(w[b].qh, i, j + QK / 2) << 4;
             }
             isum += (lo - kOffset) * a[b].qs[j] + (hi - kOffset) * a[b].qs[j + QK / 2];
         }
         sum += fp16_to_fp32(w[b].d[i]) * a[b].d * float(isum);
+    }
+    return sum;
+}
+
+// IQ4_NL in G-row groups: dot_iq4_nl's block dots and f32 products on Q4_0_R16's / Q4_0_R8's bytes.
+template <typename B, int G>
+float dot_iq4_nl_rows(int64_t cols, const B* w, int i, const BlockQ8_0S* a) {
+    float sum = 0;
+    for (int64_t b = 0; b < cols / QK; ++b) {
+        int isum = 0;
+        for (int j = 0; j < QK / 2; ++j) {
+            const uint8_t q = w[b].qs[4 * G * (j / 4) + 4 * i + j % 4];
+            isum += kIq4nlValues[q & 0xf] * a[b].qs[j] + kIq4nlValues[q >> 4] * a[b].qs[j + QK / 2];
+        }
+        sum += fp16_to_fp32(w[b].d[i]) * a[b].d * float(isum);
+    }
+    return sum;
+}
+
+// Q4_1 / Q5_1 in G-row groups: dot_q45_1's sums and f32 products, in its order.
+template <typename B, int G, bool kFifthBit>
+float dot_q45_1_rows(int64_t cols, const B* w, int i, const BlockQ8_0S* a) {
+    float sum = 0;
+    for (int64_t b = 0; b < cols / QK; ++b) {
+        int isum = 0, asum = 0;
+        for (int j = 0; j < QK / 2; ++j) {
+            const uint8_t q = w[b].qs[4 * G * (j / 4) + 4 * i + j % 4];
+            int lo = q & 0xf, hi = q >> 4;
+            if constexpr (kFifthBit) {
+                lo |= group_fifth_bit(w[b].qh, i, j) << 4;
+                hi |= group_fifth_bit(w[b].qh, i, j + QK / 2) << 4;
+            }
+            isum += lo * a[b].qs[j] + hi * a[b].qs[j + QK / 2];
+            asum += a[b].qs[j] + a[b].qs[j + QK / 2];
+        }
+        const float da = a[b].d;
+        sum += fp16_to_fp32(w[b].d[i]) * da * float(isum) + fp16_to_fp32(w[b].m[i]) * da * float(asum);
     }
     return sum;
 }
@@ -257,7 +290,8 @@ DType activation_type(DType w) {
         case DType::Q6_K_R16: case DType::Q4_K_R8: case DType::Q5_K_R8: case DType::Q6_K_R8:
             return DType::Q8_K;
         case DType::Q8_0_R16: case DType::Q4_0_R16: case DType::Q5_0_R16: case DType::Q8_0_R8: case DType::Q4_0_R8:
-        case DType::Q5_0_R8:
+        case DType::Q5_0_R8: case DType::IQ4_NL_R16: case DType::Q4_1_R16: case DType::Q5_1_R16: case DType::IQ4_NL_R8:
+        case DType::Q4_1_R8: case DType::Q5_1_R8:
             return DType::Q8_0_S;
         default: return DType::F32;
     }
@@ -284,6 +318,13 @@ void fill_scalar(KernelSet& k) {
     k.tile[id(DType::Q8_0_R8)] = tile_scalar_r16<BlockQ8_0R8, BlockQ8_0S, dot_q8_0_rows<BlockQ8_0R8>, kR8Rows>;
     k.tile[id(DType::Q4_0_R8)] = tile_scalar_r16<BlockQ4_0R8, BlockQ8_0S, dot_q45_0_rows<BlockQ4_0R8, kR8Rows, false>, kR8Rows>;
     k.tile[id(DType::Q5_0_R8)] = tile_scalar_r16<BlockQ5_0R8, BlockQ8_0S, dot_q45_0_rows<BlockQ5_0R8, kR8Rows, true>, kR8Rows>;
+    k.tile[id(DType::IQ4_NL_R16)] = tile_scalar_r16<BlockIQ4_NLR16, BlockQ8_0S, dot_iq4_nl_rows<BlockIQ4_NLR16, kR16Rows>>;
+    k.tile[id(DType::Q4_1_R16)] = tile_scalar_r16<BlockQ4_1R16, BlockQ8_0S, dot_q45_1_rows<BlockQ4_1R16, kR16Rows, false>>;
+    k.tile[id(DType::Q5_1_R16)] = tile_scalar_r16<BlockQ5_1R16, BlockQ8_0S, dot_q45_1_rows<BlockQ5_1R16, kR16Rows, true>>;
+    k.tile[id(DType::IQ4_NL_R8)] =
+        tile_scalar_r16<BlockIQ4_NLR8, BlockQ8_0S, dot_iq4_nl_rows<BlockIQ4_NLR8, kR8Rows>, kR8Rows>;
+    k.tile[id(DType::Q4_1_R8)] = tile_scalar_r16<BlockQ4_1R8, BlockQ8_0S, dot_q45_1_rows<BlockQ4_1R8, kR8Rows, false>, kR8Rows>;
+    k.tile[id(DType::Q5_1_R8)] = tile_scalar_r16<BlockQ5_1R8, BlockQ8_0S, dot_q45_1_rows<BlockQ5_1R8, kR8Rows, true>, kR8Rows>;
     k.tile[id(DType::Q4_K_R16)] = tile_scalar_r16<BlockQ4_KR16, BlockQ8_K, dot_kr16<BlockQ4_KR16, BlockQ4_K, q4kr16_row, dot_q4_k>>;
     k.tile[id(DType::Q4_K_R8)] = tile_scalar_r16<BlockQ4_KR8, BlockQ8_K, dot_kr16<BlockQ4_KR8, BlockQ4_K, q4kr8_row, dot_q4_k>, kR8Rows>;
     k.tile[id(DType::Q5_K_R8)] = tile_scalar_r16<BlockQ5_KR8, BlockQ8_K, dot_kr16<BlockQ5_KR8, BlockQ5_K, q5kr8_row, dot_q5_k>, kR8Rows>;

@@ -32,6 +32,9 @@ constexpr std::array kTypes = {
     Entry{DType::Q4_0_R8, {"q4_0_r8", 32, 18}}, Entry{DType::Q5_0_R8, {"q5_0_r8", 32, 22}},
     Entry{DType::Q4_K_R8, {"q4_k_r8", 256, 144}}, Entry{DType::Q5_K_R8, {"q5_k_r8", 256, 176}},
     Entry{DType::Q6_K_R8, {"q6_k_r8", 256, 210}}, Entry{DType::Q8_0_R8, {"q8_0_r8", 32, 34}},
+    Entry{DType::IQ4_NL_R16, {"iq4_nl_r16", 32, 18}}, Entry{DType::Q4_1_R16, {"q4_1_r16", 32, 20}},
+    Entry{DType::Q5_1_R16, {"q5_1_r16", 32, 24}}, Entry{DType::IQ4_NL_R8, {"iq4_nl_r8", 32, 18}},
+    Entry{DType::Q4_1_R8, {"q4_1_r8", 32, 20}}, Entry{DType::Q5_1_R8, {"q5_1_r8", 32, 24}},
     Entry{DType::Q8_0_S, {"q8_0_s", 32, 40}},
 };
 

@@ -45,6 +45,12 @@ enum class DType : uint32_t {
     Q5_K_R8 = 110,   // Q5_K rows repacked eight at a time for the AVX2 kernels (BlockQ5_KR8)
     Q6_K_R8 = 111,   // Q6_K rows repacked eight at a time for the AVX2 kernels (BlockQ6_KR8)
     Q8_0_R8 = 112,   // Q8_0 rows repacked eight at a time for the AVX2 kernels (BlockQ8_0R8)
+    IQ4_NL_R16 = 113,  // IQ4_NL rows repacked sixteen at a time (BlockIQ4_NLR16)
+    Q4_1_R16 = 114,    // Q4_1 rows repacked sixteen at a time (BlockQ4_1R16)
+    Q5_1_R16 = 115,    // Q5_1 rows repacked sixteen at a time (BlockQ5_1R16)
+    IQ4_NL_R8 = 116,   // IQ4_NL rows repacked eight at a time for the AVX2 kernels (BlockIQ4_NLR8)
+    Q4_1_R8 = 117,     // Q4_1 rows repacked eight at a time for the AVX2 kernels (BlockQ4_1R8)
+    Q5_1_R8 = 118,     // Q5_1 rows repacked eight at a time for the AVX2 kernels (BlockQ5_1R8)
 };
 // Every id is below this (the kernel tables are indexed by id up to it).
 constexpr uint32_t kMaxDTypeId = 128;

@@ -49,11 +49,15 @@ constexpr int kR16Rows = 16;  // rows per repacked group
 struct BlockQ8_0R16 { uint8_t qs[kR16Rows * QK]; uint16_t d[kR16Rows]; };
 struct BlockQ4_0R16 { uint8_t qs[kR16Rows * QK / 2]; uint16_t d[kR16Rows]; };
 struct BlockQ5_0R16 { uint8_t qs[kR16Rows * QK / 2]; uint8_t qh[8][8]; uint16_t d[kR16Rows]; };
-// Row i's fifth bit of element e (0..31) in a repacked Q5_0 block.
-inline int q5r16_high_bit(const BlockQ5_0R16& b, int i, int e) {
+// Row i's fifth bit of element e (0..31) in a group's fifth-bit masks: per register e / 4, bit 4i + e % 4 of a
+// 64-bit mask stored as bytes (sixteen rows) or of a 32-bit one (eight rows).
+inline int group_fifth_bit(const uint8_t (&qh)[8][8], int i, int e) {
     const int bit = 4 * i + e % 4;
-    return (b.qh[e / 4][bit / 8] >> (bit % 8)) & 1;
+    return (qh[e / 4][bit / 8] >> (bit % 8)) & 1;
 }
+inline int group_fifth_bit(const uint32_t (&qh)[8], int i, int e) { return int((qh[e / 4] >> (4 * i + e % 4)) & 1); }
+// Row i's fifth bit of element e (0..31) in a repacked Q5_0 block.
+inline int q5r16_high_bit(const BlockQ5_0R16& b, int i, int e) { return group_fifth_bit(b.qh, i, e); }
 // Q4_0 for 256-bit registers (the AVX2 kernels): eight rows' block b, 32-bit lane i of a register = row i,
 // qs[32 k + 4 i + c] = row i's Q4_0 byte 4k + c (k = 0..3: low nibble element 4k + c, high nibble element
 // 16 + 4k + c), then the eight rows' scales.
@@ -65,6 +69,31 @@ struct BlockQ5_0R8 { uint8_t qs[kR8Rows * QK / 2]; uint32_t qh[8]; uint16_t d[kR
 // Q8_0 likewise: qs[32 k + 4 i + c] = row i's level of element 4k + c (k = 0..7), signed as in the file
 // (without VNNI there is no unsigned-by-signed dot that takes 8-bit levels up to 255 without saturating).
 struct BlockQ8_0R8 { int8_t qs[kR8Rows * QK]; uint16_t d[kR8Rows]; };
+// IQ4_NL in G-row groups: Q4_0_R16's / Q4_0_R8's bytes, the nibbles being indices into kIq4nlValues.
+using BlockIQ4_NLR16 = BlockQ4_0R16;
+using BlockIQ4_NLR8 = BlockQ4_0R8;
+// Q4_1 / Q5_1 in G-row groups: Q4_0's / Q5_0's group layout (nibbles, fifth-bit masks, scales), then the
+// rows' minima (x = d * q + m, q = 0..15 or 0..31 as stored).
+struct BlockQ4_1R16 { uint8_t qs[kR16Rows * QK / 2]; uint16_t d[kR16Rows]; uint16_t m[kR16Rows]; };
+struct BlockQ5_1R16 { uint8_t qs[kR16Rows * QK / 2]; uint8_t qh[8][8]; uint16_t d[kR16Rows]; uint16_t m[kR16Rows]; };
+struct BlockQ4_1R8 { uint8_t qs[kR8Rows * QK / 2]; uint16_t d[kR8Rows]; uint16_t m[kR8Rows]; };
+struct BlockQ5_1R8 { uint8_t qs[kR8Rows * QK / 2]; uint32_t qh[8]; uint16_t d[kR8Rows]; uint16_t m[kR8Rows]; };
+// Row i of a 32-element nibble layout's group block B (G rows) back in the file's block F (BlockQ4_0,
+// BlockIQ4_NL, BlockQ4_1, BlockQ5_0 or BlockQ5_1): its scale, minimum, nibble bytes and fifth bits.
+template <typename F, typename B>
+inline F nibble_group_row(const B& b, int i) {
+    constexpr int G = int(sizeof(b.d) / sizeof(b.d[0]));
+    F r{};
+    r.d = b.d[i];
+    if constexpr (requires { r.m; }) r.m = b.m[i];
+    for (int j = 0; j < QK / 2; ++j) r.qs[j] = b.qs[4 * G * (j / 4) + 4 * i + j % 4];
+    if constexpr (requires { r.qh; }) {
+        uint32_t qh = 0;  // bit e = element e's fifth bit, stored little-endian as the file has it
+        for (int e = 0; e < QK; ++e) qh |= uint32_t(group_fifth_bit(b.qh, i, e)) << e;
+        for (int k = 0; k < 4; ++k) r.qh[k] = uint8_t(qh >> (8 * k));
+    }
+    return r;
+}
 // Row i's level of element e in a repacked Q8_0 block: quads 4 G bytes apart (G = the block's rows), stored
 // + 128 as unsigned bytes in BlockQ8_0R16, as they are in BlockQ8_0R8.
 template <typename B>
@@ -181,6 +210,8 @@ struct BlockQ8_0S { int8_t qs[QK]; float d; int32_t ofs; };
 static_assert(sizeof(BlockQ8_0R16) == 16 * 34 && sizeof(BlockQ4_0R16) == 16 * 18 && sizeof(BlockQ5_0R16) == 16 * 22 &&
               sizeof(BlockQ4_KR16) == 16 * 144 && sizeof(BlockQ6_KR16) == 16 * 210 &&
               sizeof(BlockQ5_KR16) == 16 * 176 && sizeof(BlockQ8_0S) == 40);
+static_assert(sizeof(BlockQ4_1R16) == 16 * 20 && sizeof(BlockQ5_1R16) == 16 * 24 && sizeof(BlockQ4_1R8) == 8 * 20 &&
+              sizeof(BlockQ5_1R8) == 8 * 24);
 static_assert(sizeof(BlockQ8_0R8) == 8 * 34 && sizeof(BlockQ4_0R8) == 8 * 18 && sizeof(BlockQ5_0R8) == 8 * 22 && sizeof(BlockQ4_KR8) == 8 * 144 &&
               sizeof(BlockQ5_KR8) == 8 * 176 && sizeof(BlockQ6_KR8) == 8 * 210);
 static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ5_0) == 22 && sizeof(BlockQ8_0) == 34);

@@ -30,8 +30,8 @@ void pack_q8_0(const BlockQ8_0* rows, int64_t nb, B* out) {
     }
 }
 
-// Q4_0 or Q5_0 rows (Src) in G-row groups (16 or 8): row i's nibble byte j at quad j / 4, 4 G bytes per quad,
-// and its scale.
+// Q4_0, IQ4_NL, Q4_1, Q5_0 or Q5_1 rows (Src) in G-row groups (16 or 8): row i's nibble byte j at quad j / 4,
+// 4 G bytes per quad, its scale and (Q4_1, Q5_1) its minimum.
 template <int G, typename Src, typename B>
 void pack_nibble_rows(const Src* rows, int64_t nb, B* out) {
     for (int64_t b = 0; b < nb; ++b) {
@@ -39,6 +39,7 @@ void pack_nibble_rows(const Src* rows, int64_t nb, B* out) {
             const Src& src = rows[i * nb + b];
             for (int j = 0; j < QK / 2; ++j) out[b].qs[4 * G * (j / 4) + 4 * i + j % 4] = src.qs[j];
             out[b].d[i] = src.d;
+            if constexpr (requires { src.m; }) out[b].m[i] = src.m;
         }
     }
 }
@@ -51,8 +52,9 @@ void set_fifth_bit(uint8_t (&qh)[8][8], int i, int e) {
 }
 void set_fifth_bit(uint32_t (&qh)[8], int i, int e) { qh[e / 4] |= 1u << (4 * i + e % 4); }
 
-template <int G, typename B>
-void pack_q5_0(const BlockQ5_0* rows, int64_t nb, B* out) {
+// Q5_0 or Q5_1 (Src): the nibbles as above, the fifth bits into the group's masks.
+template <int G, typename Src, typename B>
+void pack_q5(const Src* rows, int64_t nb, B* out) {
     pack_nibble_rows<G>(rows, nb, out);
     for (int64_t b = 0; b < nb; ++b) {
         std::memset(out[b].qh, 0, sizeof(out[b].qh));
@@ -144,16 +146,22 @@ void pack_bytes(const uint8_t* rows, int64_t nb, uint8_t* out) {
 constexpr Packer kPackers[] = {
     {DType::Q8_0, DType::Q8_0_R16, pack_bytes<BlockQ8_0, BlockQ8_0R16, pack_q8_0<BlockQ8_0R16>>},
     {DType::Q4_0, DType::Q4_0_R16, pack_bytes<BlockQ4_0, BlockQ4_0R16, pack_nibble_rows<kR16Rows>>},
-    {DType::Q5_0, DType::Q5_0_R16, pack_bytes<BlockQ5_0, BlockQ5_0R16, pack_q5_0<kR16Rows>>},
+    {DType::Q5_0, DType::Q5_0_R16, pack_bytes<BlockQ5_0, BlockQ5_0R16, pack_q5<kR16Rows>>},
     {DType::Q4_K, DType::Q4_K_R16, pack_bytes<BlockQ4_K, BlockQ4_KR16, pack_q4_k<kR16Rows>>},
     {DType::Q5_K, DType::Q5_K_R16, pack_bytes<BlockQ5_K, BlockQ5_KR16, pack_q5_k<kR16Rows>>},
     {DType::Q6_K, DType::Q6_K_R16, pack_bytes<BlockQ6_K, BlockQ6_KR16, pack_q6_k<kR16Rows>>},
     {DType::Q8_0, DType::Q8_0_R8, pack_bytes<BlockQ8_0, BlockQ8_0R8, pack_q8_0<BlockQ8_0R8>>},
     {DType::Q4_0, DType::Q4_0_R8, pack_bytes<BlockQ4_0, BlockQ4_0R8, pack_nibble_rows<kR8Rows>>},
-    {DType::Q5_0, DType::Q5_0_R8, pack_bytes<BlockQ5_0, BlockQ5_0R8, pack_q5_0<kR8Rows>>},
+    {DType::Q5_0, DType::Q5_0_R8, pack_bytes<BlockQ5_0, BlockQ5_0R8, pack_q5<kR8Rows>>},
     {DType::Q4_K, DType::Q4_K_R8, pack_bytes<BlockQ4_K, BlockQ4_KR8, pack_q4_k<kR8Rows>>},
     {DType::Q5_K, DType::Q5_K_R8, pack_bytes<BlockQ5_K, BlockQ5_KR8, pack_q5_k<kR8Rows>>},
     {DType::Q6_K, DType::Q6_K_R8, pack_bytes<BlockQ6_K, BlockQ6_KR8, pack_q6_k<kR8Rows>>},
+    {DType::IQ4_NL, DType::IQ4_NL_R16, pack_bytes<BlockIQ4_NL, BlockIQ4_NLR16, pack_nibble_rows<kR16Rows>>},
+    {DType::Q4_1, DType::Q4_1_R16, pack_bytes<BlockQ4_1, BlockQ4_1R16, pack_nibble_rows<kR16Rows>>},
+    {DType::Q5_1, DType::Q5_1_R16, pack_bytes<BlockQ5_1, BlockQ5_1R16, pack_q5<kR16Rows>>},
+    {DType::IQ4_NL, DType::IQ4_NL_R8, pack_bytes<BlockIQ4_NL, BlockIQ4_NLR8, pack_nibble_rows<kR8Rows>>},
+    {DType::Q4_1, DType::Q4_1_R8, pack_bytes<BlockQ4_1, BlockQ4_1R8, pack_nibble_rows<kR8Rows>>},
+    {DType::Q5_1, DType::Q5_1_R8, pack_bytes<BlockQ5_1, BlockQ5_1R8, pack_q5<kR8Rows>>},
 };
 
 // Row i of a group of repacked K-quant blocks: each block unpacked to the file's layout, then dequantized.
@@ -163,6 +171,17 @@ void dequantize_k_row(DType file, const uint8_t* group, int i, int64_t cols, flo
     for (int64_t b = 0; b < cols / QK_K; ++b) {
         const auto r = Row(blk[b], i);
         dequantize_row_ref(file, &r, out + b * QK_K, QK_K);
+    }
+}
+
+// Row i of a group of a 32-element nibble layout (B, from file type F): each block back in the file's layout
+// (nibble_group_row), then dequantized.
+template <typename F, typename B>
+void dequantize_nibble_row(DType file, const uint8_t* group, int i, int64_t cols, float* out) {
+    const auto* blk = reinterpret_cast<const B*>(group);
+    for (int64_t b = 0; b < cols / QK; ++b) {
+        const F r = nibble_group_row<F>(blk[b], i);
+        dequantize_row_ref(file, &r, out + b * QK, QK);
     }
 }
 
@@ -179,10 +198,10 @@ std::optional<DType> repack_target(DType t, int64_t rows, int64_t cols) {
 int interleaved_rows(DType t) {
     switch (t) {
         case DType::Q8_0_R16: case DType::Q4_0_R16: case DType::Q5_0_R16: case DType::Q4_K_R16: case DType::Q5_K_R16:
-        case DType::Q6_K_R16:
+        case DType::Q6_K_R16: case DType::IQ4_NL_R16: case DType::Q4_1_R16: case DType::Q5_1_R16:
             return kR16Rows;
         case DType::Q8_0_R8: case DType::Q4_0_R8: case DType::Q5_0_R8: case DType::Q4_K_R8: case DType::Q5_K_R8:
-        case DType::Q6_K_R8:
+        case DType::Q6_K_R8: case DType::IQ4_NL_R8: case DType::Q4_1_R8: case DType::Q5_1_R8:
             return kR8Rows;
         default: return 1;
     }
@@ -315,6 +334,12 @@ void dequantize_group_row(DType t, const uint8_t* group, int i, int64_t cols, fl
     if (t == DType::Q4_K_R8) return dequantize_k_row<BlockQ4_KR8, q4kr8_row>(DType::Q4_K, group, i, cols, out);
     if (t == DType::Q5_K_R8) return dequantize_k_row<BlockQ5_KR8, q5kr8_row>(DType::Q5_K, group, i, cols, out);
     if (t == DType::Q6_K_R8) return dequantize_k_row<BlockQ6_KR8, q6kr8_row>(DType::Q6_K, group, i, cols, out);
+    if (t == DType::IQ4_NL_R16) return dequantize_nibble_row<BlockIQ4_NL, BlockIQ4_NLR16>(DType::IQ4_NL, group, i, cols, out);
+    if (t == DType::Q4_1_R16) return dequantize_nibble_row<BlockQ4_1, BlockQ4_1R16>(DType::Q4_1, group, i, cols, out);
+    if (t == DType::Q5_1_R16) return dequantize_nibble_row<BlockQ5_1, BlockQ5_1R16>(DType::Q5_1, group, i, cols, out);
+    if (t == DType::IQ4_NL_R8) return dequantize_nibble_row<BlockIQ4_NL, BlockIQ4_NLR8>(DType::IQ4_NL, group, i, cols, out);
+    if (t == DType::Q4_1_R8) return dequantize_nibble_row<BlockQ4_1, BlockQ4_1R8>(DType::Q4_1, group, i, cols, out);
+    if (t == DType::Q5_1_R8) return dequantize_nibble_row<BlockQ5_1, BlockQ5_1R8>(DType::Q5_1, group, i, cols, out);
     const int64_t nb = cols / QK;
     for (int64_t b = 0; b < nb; ++b) {
         float* y = out + b * QK;

@@ -8,9 +8,10 @@
 // quads give sixteen whole block dots, the levels are already unsigned, the sixteen scales are one load,
 // and the f32 work (convert, scale product, FMA) is done once per sixteen rows instead of per row.
 // Same bytes per row as the file (so a matrix is rewritten in place), same integer block dots and f32
-// scale products, in the same order, as the scalar reference on the file's layout. AVX2 CPUs get the _R8
-// layouts (Q4_0, Q5_0, Q4_K, Q5_K, Q6_K): eight rows to a 256-bit register, one VPMADDUBSW per quad for
-// the eight (dot_avx2.cpp).
+// scale products, in the same order, as the scalar reference on the file's layout. IQ4_NL, Q4_1 and Q5_1
+// take Q4_0's / Q5_0's layout (IQ4_NL's nibbles index its table; Q4_1 / Q5_1 add the rows' minima after the
+// scales). AVX2 CPUs get the _R8 layouts (every type above): eight rows to a 256-bit register, one
+// VPMADDUBSW per quad for the eight (dot_avx2.cpp).
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -23,7 +24,7 @@ namespace flint {
 // file's (no faster kernel for t on this CPU, or rows not a multiple of the layout's interleave).
 std::optional<DType> repack_target(DType t, int64_t rows, int64_t cols);
 
-// Rewrites `rows` rows of type `from` (Q8_0, Q4_0, Q5_0, Q4_K, Q5_K or Q6_K) in place as `to` (the matching
+// Rewrites `rows` rows of type `from` (Q8_0, Q4_0, Q5_0, IQ4_NL, Q4_1, Q5_1, Q4_K, Q5_K or Q6_K) in place as `to` (the matching
 // _R16 or _R8 layout; rows a multiple of interleaved_rows(to)); the bytes used stay the same.
 void repack_rows(DType from, DType to, void* data, int64_t rows, int64_t cols);
 

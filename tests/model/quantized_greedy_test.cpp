@@ -86,14 +86,15 @@ TEST(QuantizedGreedy, Stories260KStaysCloseToF32) {
     }
 }
 
-// Loaded onto huge pages, a Q8_0 / Q4_0 / Q5_0 model is repacked for the AVX-512 kernels (tensor/repack.h);
+// Loaded onto huge pages, a Q8_0 / Q4_0 / Q5_0 / IQ4_NL / Q4_1 / Q5_1 model is repacked for the AVX-512 kernels
+// (tensor/repack.h);
 // mapped, it runs on the file's layout. The logits of a prompt agree within the two kernels' rounding
 // and the greedy continuation is the same.
 TEST(QuantizedGreedy, RepackedWeightsGiveTheFileLayoutsLogits) {
     FLINT_REQUIRE_SHARED("models/stories260K.gguf");
     const std::string src = shared_path("models/stories260K.gguf");
     auto tok = Tokenizer::from_gguf(*Model::load(src, Residency::Map)->file);
-    for (DType type : {DType::Q8_0, DType::Q4_0, DType::Q5_0}) {
+    for (DType type : {DType::Q8_0, DType::Q4_0, DType::Q5_0, DType::IQ4_NL, DType::Q4_1, DType::Q5_1}) {
         const std::string out = ::testing::TempDir() + "/stories260K-repack-" + std::string(dtype_name(type)) + ".gguf";
         gguf::QuantizeOptions o;
         o.target = type;
@@ -129,15 +130,17 @@ TEST(QuantizedGreedy, RepackedWeightsGiveTheFileLayoutsLogits) {
     }
 }
 
-// On an AVX2 CPU (forced here) Q8_0, Q4_0 and Q5_0 matrices are repacked eight rows at a time (Q8_0_R8,
-// Q4_0_R8, Q5_0_R8) instead: the same logits as the file's layout within the kernels' rounding, the same greedy text.
+// On an AVX2 CPU (forced here) Q8_0, Q4_0, Q5_0, IQ4_NL, Q4_1 and Q5_1 matrices are repacked eight rows at a time
+// (Q8_0_R8, Q4_0_R8, ...) instead: the same logits as the file's layout within the kernels' rounding, the same
+// greedy text.
 TEST(QuantizedGreedy, EightRowLayoutsGiveTheFileLayoutsLogits) {
     FLINT_REQUIRE_SHARED("models/stories260K.gguf");
     if (best_isa() == Isa::Scalar) GTEST_SKIP() << "this CPU has no AVX2";
     const std::string src = shared_path("models/stories260K.gguf");
     const Isa best = active_isa();
     for (auto [type, packed_type] : {std::pair{DType::Q8_0, DType::Q8_0_R8}, std::pair{DType::Q4_0, DType::Q4_0_R8},
-                                     std::pair{DType::Q5_0, DType::Q5_0_R8}}) {
+                                     std::pair{DType::Q5_0, DType::Q5_0_R8}, std::pair{DType::IQ4_NL, DType::IQ4_NL_R8},
+                                     std::pair{DType::Q4_1, DType::Q4_1_R8}, std::pair{DType::Q5_1, DType::Q5_1_R8}}) {
         const std::string out = ::testing::TempDir() + "/stories260K-r8-" + std::string(dtype_name(type)) + ".gguf";
         gguf::QuantizeOptions o;
         o.target = type;
@@ -222,9 +225,10 @@ TEST(QuantizedGreedy, RepackedKQuantModelsGiveTheFileLayoutsLogits) {
     }
 }
 
-// Q4_1, Q5_1, IQ4_NL, Q2_K and Q3_K keep the file's layout on every instruction set (no repack); a random 256-wide
-// qwen2 model in each gives the scalar kernels' logits on the SIMD ones within the kernels' rounding (see
-// RepackedKQuantModelsGiveTheFileLayoutsLogits on why the bound is loose), and the same greedy ids.
+// The file-layout kernels of Q4_1, Q5_1, IQ4_NL, Q2_K and Q3_K (mapped: no repack; Q2_K and Q3_K have no
+// interleaved layout at all): a random 256-wide qwen2 model in each gives the scalar kernels' logits on the SIMD
+// ones within the kernels' rounding (see RepackedKQuantModelsGiveTheFileLayoutsLogits on why the bound is
+// loose), and the same greedy ids.
 TEST(QuantizedGreedy, FileLayoutOnlyTypesAgreeAcrossKernels) {
     FLINT_REQUIRE_SHARED("tokenizers/qwen2/vocab.json");
     if (best_isa() == Isa::Scalar) GTEST_SKIP() << "this CPU has no AVX2";
@@ -233,7 +237,7 @@ TEST(QuantizedGreedy, FileLayoutOnlyTypesAgreeAcrossKernels) {
     for (DType type : {DType::Q4_1, DType::Q5_1, DType::IQ4_NL, DType::Q2_K, DType::Q3_K}) {
         const std::string out = ::testing::TempDir() + "/file-layout-" + std::string(dtype_name(type)) + ".gguf";
         write_random_model({.shape = shape, .type = type, .seed = 4, .threads = 2}, out);
-        auto m = Model::load(out);
+        auto m = Model::load(out, Residency::Map);
         EXPECT_EQ(0, m->repacked) << dtype_name(type);
         EXPECT_EQ(m->weights.layers[0].w_up.type, type);
         EXPECT_EQ(m->weights.layers[0].wq.type, type);

@@ -34,7 +34,13 @@ const Pair kPairs[] = {{DType::Q8_0, DType::Q8_0_R16},
                        {DType::Q6_K, DType::Q6_K_R8},
                        {DType::Q4_K, DType::Q4_K_R16},
                        {DType::Q5_K, DType::Q5_K_R16},
-                       {DType::Q6_K, DType::Q6_K_R16}};
+                       {DType::Q6_K, DType::Q6_K_R16},
+                       {DType::IQ4_NL, DType::IQ4_NL_R16},
+                       {DType::Q4_1, DType::Q4_1_R16},
+                       {DType::Q5_1, DType::Q5_1_R16},
+                       {DType::IQ4_NL, DType::IQ4_NL_R8},
+                       {DType::Q4_1, DType::Q4_1_R8},
+                       {DType::Q5_1, DType::Q5_1_R8}};
 
 // A width the file type can hold: cols rounded up to its block (256 for Q4_K).
 int64_t fit(Pair p, int64_t cols) {
@@ -213,13 +219,18 @@ TEST(Repack, TargetOnlyWhereTheKernelsHaveAFasterLayout) {
     set_isa(Isa::Scalar);
     EXPECT_FALSE(repack_target(DType::Q8_0, 64, 64));  // the scalar kernels read the file's layout
     if (best_isa() != Isa::Scalar) {
-        set_isa(Isa::AVX2);  // eight-row groups for 256-bit registers: Q8_0, Q4_0, Q5_0, Q4_K, Q5_K, Q6_K
+        set_isa(Isa::AVX2);  // eight-row groups for 256-bit registers: Q8_0, Q4_0, Q5_0, Q4_K, Q5_K, Q6_K, IQ4_NL,
+                             // Q4_1, Q5_1
         EXPECT_EQ(std::optional(DType::Q8_0_R8), repack_target(DType::Q8_0, 24, 64));
         EXPECT_EQ(std::optional(DType::Q4_0_R8), repack_target(DType::Q4_0, 24, 64));
         EXPECT_EQ(std::optional(DType::Q5_0_R8), repack_target(DType::Q5_0, 24, 64));
         EXPECT_EQ(std::optional(DType::Q4_K_R8), repack_target(DType::Q4_K, 24, 256));
         EXPECT_EQ(std::optional(DType::Q5_K_R8), repack_target(DType::Q5_K, 24, 256));
         EXPECT_EQ(std::optional(DType::Q6_K_R8), repack_target(DType::Q6_K, 24, 256));
+        EXPECT_EQ(std::optional(DType::IQ4_NL_R8), repack_target(DType::IQ4_NL, 24, 64));
+        EXPECT_EQ(std::optional(DType::Q4_1_R8), repack_target(DType::Q4_1, 24, 64));
+        EXPECT_EQ(std::optional(DType::Q5_1_R8), repack_target(DType::Q5_1, 24, 64));
+        EXPECT_FALSE(repack_target(DType::Q3_K, 24, 256));  // no interleaved layout: the file's is read
         EXPECT_FALSE(repack_target(DType::Q4_0, 20, 64));
         EXPECT_FALSE(repack_target(DType::Q8_0, 60, 64));  // not whole groups of eight rows
     }
@@ -232,6 +243,10 @@ TEST(Repack, TargetOnlyWhereTheKernelsHaveAFasterLayout) {
         EXPECT_FALSE(repack_target(DType::Q8_0, 62, 64));  // not whole groups of sixteen rows
         EXPECT_EQ(std::optional(DType::Q5_K_R16), repack_target(DType::Q5_K, 64, 256));
         EXPECT_EQ(std::optional(DType::Q6_K_R16), repack_target(DType::Q6_K, 64, 256));
+        EXPECT_EQ(std::optional(DType::IQ4_NL_R16), repack_target(DType::IQ4_NL, 64, 64));
+        EXPECT_EQ(std::optional(DType::Q4_1_R16), repack_target(DType::Q4_1, 64, 64));
+        EXPECT_EQ(std::optional(DType::Q5_1_R16), repack_target(DType::Q5_1, 64, 64));
+        EXPECT_FALSE(repack_target(DType::Q2_K, 64, 256));
         EXPECT_FALSE(repack_target(DType::F16, 64, 64));
     }
 }

@@ -317,37 +317,106 @@ void group_q45k(int64_t nb, const typename L::Block* wb, const uint8_t* a, size_
     for (int t = 0; t < T; ++t) _mm512_storeu_ps(y + t * ldy, acc[t]);
 }
 
-// ---- Q6_K, sixteen rows ----------------------------------------------------------------------------
-// Per pair of 16-element sub-blocks: the levels (0..63) rebuilt from Q4_0_R16-style nibbles and a register of
-// top bits per four quads (one shift, one VPTERNLOGD each); four VPDPBUSD per sub-block give the rows' dots,
-// VPMULLD applies the rows' int8 scales, and the -32 offset enters as -32 * scale * (the activation's
-// 16-element sums) through one VPDPWSSD per pair. All in int32, as the file's scalar code sums.
-template <int T>
-void group_q6k(int64_t nb, const BlockQ6_KR16* wb, const uint8_t* a, size_t as, float* y, int64_t ldy) {
+// ---- Q6_K and Q3_K, sixteen rows ------------------------------------------------------------------------
+// Per pair of 16-element sub-blocks: the levels rebuilt into eight registers of quads (Q6_K: 0..63 from
+// Q4_0_R16-style nibbles and a register of top bits per four quads, one shift and one VPTERNLOGD each; Q3_K:
+// 0..7 from a register of two-bit fields per four quads and a high-bit mask per quad); four VPDPBUSD per
+// sub-block give the rows' dots, VPMULLD applies the rows' scales, and the offset (-32, -4) enters as
+// -offset * scale * (the activation's 16-element sums) through one VPDPWSSD per pair. All in int32, as the
+// file's scalar code sums.
+
+// Q6_K: the rows' int8 scales of the pair stored side by side, an int16 pair per lane.
+struct Q6KPairs {
+    using Block = BlockQ6_KR16;
+    static constexpr int kOffset = 32;
+    struct Scales {};
+    static Scales scales(const Block&) { return {}; }
+    static void levels(const Block& B, int P, __m512i (&w)[8]) {
+        const __m512i m30 = _mm512_set1_epi8(0x30);
+        Q4R16::load_nibbles(B.p[P].nib, w);
+        for (int g = 0; g < 2; ++g) {
+            const __m512i h = _mm512_loadu_si512(B.p[P].hi[g]);
+            // Bits 2(k % 4), 2(k % 4) + 1 of each byte to bits 4, 5, OR-ed into the nibble: a | (b & c).
+            w[4 * g + 0] = _mm512_ternarylogic_epi32(w[4 * g + 0], _mm512_slli_epi16(h, 4), m30, 0xF8);
+            w[4 * g + 1] = _mm512_ternarylogic_epi32(w[4 * g + 1], _mm512_slli_epi16(h, 2), m30, 0xF8);
+            w[4 * g + 2] = _mm512_ternarylogic_epi32(w[4 * g + 2], h, m30, 0xF8);
+            w[4 * g + 3] = _mm512_ternarylogic_epi32(w[4 * g + 3], _mm512_srli_epi16(h, 2), m30, 0xF8);
+        }
+    }
+    // Lane i: (scale 2P, scale 2P+1) of row i as an int16 pair.
+    static __m512i pair(const Block& B, const Scales&, int P) {
+        return _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(B.p[P].sc)));
+    }
+};
+
+// Q3_K: the sixteen 6-bit scales of each row unpacked once per super-block from its three scale words into
+// four words of four bytes (scales 4j .. 4j + 3 in word j, as the file's scalar code reads them), less 32 per
+// pair.
+struct Q3KPairs {
+    using Block = BlockQ3_KR16;
+    static constexpr int kOffset = 4;
+    struct Scales {
+        __m512i aux[4];
+    };
+    static Scales scales(const Block& B) {
+        const __m512i w0 = _mm512_loadu_si512(B.sc[0]), w1 = _mm512_loadu_si512(B.sc[1]), w2 = _mm512_loadu_si512(B.sc[2]);
+        const __m512i m4 = _mm512_set1_epi8(0x0f), m2 = _mm512_set1_epi8(0x03);
+        auto top = [&](int shift) { return _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(w2, shift), m2), 4); };
+        Scales s;
+        s.aux[0] = _mm512_or_si512(_mm512_and_si512(w0, m4), top(0));
+        s.aux[1] = _mm512_or_si512(_mm512_and_si512(w1, m4), top(2));
+        s.aux[2] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(w0, 4), m4), top(4));
+        s.aux[3] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(w1, 4), m4), top(6));
+        return s;
+    }
+    static void levels(const Block& B, int P, __m512i (&w)[8]) {
+        const __m512i m3 = _mm512_set1_epi8(0x03), four = _mm512_set1_epi8(0x04);
+        for (int g = 0; g < 2; ++g) {
+            const __m512i v = _mm512_loadu_si512(B.p[P].lo[g]);
+            w[4 * g + 0] = _mm512_and_si512(v, m3);
+            w[4 * g + 1] = _mm512_and_si512(_mm512_srli_epi16(v, 2), m3);
+            w[4 * g + 2] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m3);
+            w[4 * g + 3] = _mm512_and_si512(_mm512_srli_epi16(v, 6), m3);
+        }
+        for (int k = 0; k < 8; ++k) {
+            uint64_t bits;
+            std::memcpy(&bits, B.p[P].hb[k], 8);
+            w[k] = _mm512_mask_add_epi8(w[k], _cvtu64_mask64(bits), w[k], four);
+        }
+    }
+    // Lane i: (scale 2P - 32, scale 2P+1 - 32) of row i as an int16 pair: bytes 2 (P % 2), 2 (P % 2) + 1 of
+    // word P / 2, each zero-extended to 16 bits by one VPSHUFB.
+    static __m512i pair(const Block&, const Scales& s, int P) {
+        return _mm512_sub_epi16(_mm512_shuffle_epi8(s.aux[P / 2], pick(P % 2)), _mm512_set1_epi16(32));
+    }
+    // Within each 32-bit lane (at byte 4l of its 128-bit lane): bytes o, o + 1 (o = 2 half), each with a zero
+    // byte above.
+    static __m512i pick(int half) {
+        const uint32_t o = 2 * uint32_t(half);
+        auto lane = [o](uint32_t l) { return int(0x80u << 24 | (4 * l + o + 1) << 16 | 0x80u << 8 | (4 * l + o)); };
+        const __m128i q = _mm_set_epi32(lane(3), lane(2), lane(1), lane(0));
+        return _mm512_broadcast_i32x4(q);
+    }
+};
+
+template <typename U, int T>
+void group_k16_pairs(int64_t nb, const typename U::Block* wb, const uint8_t* a, size_t as, float* y, int64_t ldy) {
     const BlockQ8_K* at[T];
     for (int t = 0; t < T; ++t) at[t] = reinterpret_cast<const BlockQ8_K*>(a + size_t(t) * as);
     __m512 acc[T];
     for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
-    const __m512i m30 = _mm512_set1_epi8(0x30);
     for (int64_t b = 0; b < nb; ++b) {
-        const BlockQ6_KR16& B = wb[b];
+        const typename U::Block& B = wb[b];
+        const typename U::Scales sc = U::scales(B);
         __m512i qsum[T];
         for (int t = 0; t < T; ++t) qsum[t] = _mm512_setzero_si512();
         for (int P = 0; P < 8; ++P) {
             __m512i w[8];
-            Q4R16::load_nibbles(B.p[P].nib, w);
-            for (int g = 0; g < 2; ++g) {
-                const __m512i h = _mm512_loadu_si512(B.p[P].hi[g]);
-                // Bits 2(k % 4), 2(k % 4) + 1 of each byte to bits 4, 5, OR-ed into the nibble: a | (b & c).
-                w[4 * g + 0] = _mm512_ternarylogic_epi32(w[4 * g + 0], _mm512_slli_epi16(h, 4), m30, 0xF8);
-                w[4 * g + 1] = _mm512_ternarylogic_epi32(w[4 * g + 1], _mm512_slli_epi16(h, 2), m30, 0xF8);
-                w[4 * g + 2] = _mm512_ternarylogic_epi32(w[4 * g + 2], h, m30, 0xF8);
-                w[4 * g + 3] = _mm512_ternarylogic_epi32(w[4 * g + 3], _mm512_srli_epi16(h, 2), m30, 0xF8);
-            }
-            // Lane i: (scale 2P, scale 2P+1) of row i as an int16 pair; each as an int32; -32 * the pair.
-            const __m512i pair = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(B.p[P].sc)));
+            U::levels(B, P, w);
+            // Lane i: the rows' two scales as an int16 pair; each as an int32; -offset * the pair.
+            const __m512i pair = U::pair(B, sc, P);
             const __m512i s0 = _mm512_srai_epi32(_mm512_slli_epi32(pair, 16), 16), s1 = _mm512_srai_epi32(pair, 16);
-            const __m512i neg32 = _mm512_sub_epi16(_mm512_setzero_si512(), _mm512_slli_epi16(pair, 5));
+            const __m512i neg = _mm512_sub_epi16(_mm512_setzero_si512(), _mm512_mullo_epi16(pair, _mm512_set1_epi16(U::kOffset)));
 #pragma GCC unroll 8
             for (int t = 0; t < T; ++t) {
                 const BlockQ8_K& ab = at[t][b];
@@ -359,7 +428,7 @@ void group_q6k(int64_t nb, const BlockQ6_KR16* wb, const uint8_t* a, size_t as, 
                 }
                 int32_t sums;  // the activation's sums over the two sub-blocks, an int16 pair
                 std::memcpy(&sums, ab.bsums + 2 * P, 4);
-                __m512i q = _mm512_dpwssd_epi32(qsum[t], neg32, _mm512_set1_epi32(sums));
+                __m512i q = _mm512_dpwssd_epi32(qsum[t], neg, _mm512_set1_epi32(sums));
                 q = _mm512_add_epi32(q, _mm512_mullo_epi32(i0, s0));
                 qsum[t] = _mm512_add_epi32(q, _mm512_mullo_epi32(i1, s1));
             }
@@ -387,9 +456,12 @@ struct Q45K {
         static constexpr auto run = group_q45k<L, T>;
     };
 };
-template <int T>
-struct Q6K {
-    static constexpr auto run = group_q6k<T>;
+template <typename U>
+struct K16Pairs {
+    template <int T>
+    struct K {
+        static constexpr auto run = group_k16_pairs<U, T>;
+    };
 };
 
 constexpr int id(DType t) { return static_cast<int>(t); }
@@ -419,9 +491,10 @@ void fill_avx512_r16(KernelSet& k) {
     set_r16_decode_prefetch(k, false);
     k.tile[id(DType::Q4_K_R16)] = tile_groups<kR16Rows, BlockQ4_KR16, Q45K<Q4KR16>::K, kMaxTokensK, QK_K>;
     k.tile[id(DType::Q5_K_R16)] = tile_groups<kR16Rows, BlockQ5_KR16, Q45K<Q5KR16>::K, kMaxTokensK, QK_K>;
-    k.tile[id(DType::Q6_K_R16)] = tile_groups<kR16Rows, BlockQ6_KR16, Q6K, kMaxTokensK, QK_K>;
+    k.tile[id(DType::Q6_K_R16)] = tile_groups<kR16Rows, BlockQ6_KR16, K16Pairs<Q6KPairs>::K, kMaxTokensK, QK_K>;
+    k.tile[id(DType::Q3_K_R16)] = tile_groups<kR16Rows, BlockQ3_KR16, K16Pairs<Q3KPairs>::K, kMaxTokensK, QK_K>;
     for (DType t : {DType::Q8_0_R16, DType::Q4_0_R16, DType::Q5_0_R16, DType::Q4_K_R16, DType::Q5_K_R16, DType::Q6_K_R16,
-                    DType::IQ4_NL_R16, DType::Q4_1_R16, DType::Q5_1_R16})
+                    DType::IQ4_NL_R16, DType::Q4_1_R16, DType::Q5_1_R16, DType::Q3_K_R16})
         k.stream_tokens[id(t)] = 255;  // every token count: tiles of one group (kDecodeRows = 16 rows)
     k.repack[id(DType::Q8_0)] = DType::Q8_0_R16;
     k.repack[id(DType::Q4_0)] = DType::Q4_0_R16;
@@ -432,6 +505,7 @@ void fill_avx512_r16(KernelSet& k) {
     k.repack[id(DType::IQ4_NL)] = DType::IQ4_NL_R16;
     k.repack[id(DType::Q4_1)] = DType::Q4_1_R16;
     k.repack[id(DType::Q5_1)] = DType::Q5_1_R16;
+    k.repack[id(DType::Q3_K)] = DType::Q3_K_R16;
 }
 
 }  // namespace flint::detail

@@ -203,13 +203,38 @@ inline BlockQ6_K q6k_group_row(const B& b, int i) {
 }
 inline BlockQ6_K q6kr16_row(const BlockQ6_KR16& b, int i) { return q6k_group_row<kR16Rows>(b, i); }
 inline BlockQ6_K q6kr8_row(const BlockQ6_KR8& b, int i) { return q6k_group_row<kR8Rows>(b, i); }
+// Q3_K: super-block b of sixteen rows, per pair P of 16-element sub-blocks (elements 32P .. 32P + 31, register
+// k = 0..7 holding elements 32P + 4k + c): each level's two low bits in p[P].lo[k / 4][4 i + c] at bit 2 (k % 4)
+// (Q6_K_R16's top-bit bytes), its high bit (+4) in p[P].hb[k], a 64-bit mask whose bit 4 i + c is row i's (as
+// Q5_0_R16's fifth bits); the level, 0..7, stands for level - 4. Then the rows' 12 scale bytes as three 32-bit
+// words, word w of row i at sc[w][i] (Q4_K_R16's), and their d.
+struct Q3KR16Pair { uint8_t lo[2][64]; uint8_t hb[8][8]; };
+struct BlockQ3_KR16 { Q3KR16Pair p[8]; uint32_t sc[3][kR16Rows]; uint16_t d[kR16Rows]; };
+// Row i's level (0..7) of pair element idx (0..31) in a repacked Q3_K pair.
+inline int q3kr16_level(const Q3KR16Pair& p, int i, int idx) {
+    const int k = idx / 4, c = idx % 4;
+    return ((p.lo[k / 4][4 * i + c] >> (2 * (k % 4))) & 3) | (group_fifth_bit(p.hb, i, idx) << 2);
+}
+// Row i of a repacked Q3_K block, back in the file's layout (level 0..7 = the two low bits in qs, the high
+// bit in hmask, as quant_internal.h's k2_level and q3k_high_bit read them).
+inline BlockQ3_K q3kr16_row(const BlockQ3_KR16& b, int i) {
+    BlockQ3_K r{};
+    r.d = b.d[i];
+    for (int w = 0; w < 3; ++w) __builtin_memcpy(r.scales + 4 * w, &b.sc[w][i], 4);
+    for (int e = 0; e < QK_K; ++e) {
+        const int level = q3kr16_level(b.p[e / 32], i, e % 32), h = e / 128, k = (e % 128) / 32, l = e % 32;
+        r.qs[32 * h + l] |= uint8_t((level & 3) << (2 * k));
+        r.hmask[l] |= uint8_t((level >> 2) << (4 * h + k));
+    }
+    return r;
+}
 // Activations for the _R16 kernels: Q8_0's levels and (fp16-rounded) scale, the scale as f32 and
 // ofs = -128 * (sum of the levels): the unsigned Q8_0 weight levels' offset correction (Q4_0's, -8 * sum, is
 // ofs / 16), once per block instead of per row.
 struct BlockQ8_0S { int8_t qs[QK]; float d; int32_t ofs; };
 static_assert(sizeof(BlockQ8_0R16) == 16 * 34 && sizeof(BlockQ4_0R16) == 16 * 18 && sizeof(BlockQ5_0R16) == 16 * 22 &&
               sizeof(BlockQ4_KR16) == 16 * 144 && sizeof(BlockQ6_KR16) == 16 * 210 &&
-              sizeof(BlockQ5_KR16) == 16 * 176 && sizeof(BlockQ8_0S) == 40);
+              sizeof(BlockQ5_KR16) == 16 * 176 && sizeof(BlockQ8_0S) == 40 && sizeof(BlockQ3_KR16) == 16 * 110);
 static_assert(sizeof(BlockQ4_1R16) == 16 * 20 && sizeof(BlockQ5_1R16) == 16 * 24 && sizeof(BlockQ4_1R8) == 8 * 20 &&
               sizeof(BlockQ5_1R8) == 8 * 24);
 static_assert(sizeof(BlockQ8_0R8) == 8 * 34 && sizeof(BlockQ4_0R8) == 8 * 18 && sizeof(BlockQ5_0R8) == 8 * 22 && sizeof(BlockQ4_KR8) == 8 * 144 &&

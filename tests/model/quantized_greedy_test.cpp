@@ -165,7 +165,7 @@ TEST(QuantizedGreedy, EightRowLayoutsGiveTheFileLayoutsLogits) {
 }
 
 // K-quant blocks are 256 wide, wider than stories260K's rows, so a random model of a small qwen2 shape with
-// 256-wide rows: on huge pages its Q4_K / Q5_K / Q6_K matrices are repacked (tensor/repack.h), mapped they
+// 256-wide rows: on huge pages its Q4_K / Q5_K / Q6_K / Q3_K matrices are repacked (tensor/repack.h), mapped they
 // keep the file's layout. With the scalar kernels the two give the same logits bit for bit (the repacked
 // bytes hold the file's blocks, every matrix and every fused path included); with the AVX-512 kernels they
 // agree within the kernels' rounding and the greedy ids are the same.
@@ -179,8 +179,12 @@ TEST(QuantizedGreedy, RepackedKQuantModelsGiveTheFileLayoutsLogits) {
     FLINT_REQUIRE_SHARED("tokenizers/qwen2/vocab.json");
     const ModelShape shape = small_qwen2_shape(512);
     const Isa best = active_isa();
-    for (auto [type, packed_type] : {std::pair{DType::Q4_K, DType::Q4_K_R16}, std::pair{DType::Q5_K, DType::Q5_K_R16},
-                                     std::pair{DType::Q6_K, DType::Q6_K_R16}}) {
+    struct Layouts {
+        DType type, r16, r8;  // r8: Q3_K has no eight-row layout and keeps the file's on AVX2
+    };
+    for (auto [type, packed_type, packed8_type] :
+         {Layouts{DType::Q4_K, DType::Q4_K_R16, DType::Q4_K_R8}, Layouts{DType::Q5_K, DType::Q5_K_R16, DType::Q5_K_R8},
+          Layouts{DType::Q6_K, DType::Q6_K_R16, DType::Q6_K_R8}, Layouts{DType::Q3_K, DType::Q3_K_R16, DType::Q3_K}}) {
         const std::string out = ::testing::TempDir() + "/kquant-256-" + std::string(dtype_name(type)) + ".gguf";
         write_random_model({.shape = shape, .type = type, .seed = 3, .threads = 2}, out);
         auto mapped = Model::load(out, Residency::Map);
@@ -205,8 +209,7 @@ TEST(QuantizedGreedy, RepackedKQuantModelsGiveTheFileLayoutsLogits) {
         if (best != Isa::Scalar) {
             set_isa(Isa::AVX2);
             packed8 = Model::load(out, Residency::HugePages);
-            EXPECT_EQ(packed8->weights.layers[0].w_up.type,
-                      type == DType::Q4_K ? DType::Q4_K_R8 : type == DType::Q5_K ? DType::Q5_K_R8 : DType::Q6_K_R8);
+            EXPECT_EQ(packed8->weights.layers[0].w_up.type, packed8_type);
             auto la = logits(mapped), lb = logits(packed8);
             const float worst = max_abs_diff(la, lb);
             std::printf("random 256-wide qwen2 %s: eight-row layout vs file layout (AVX2), max |logit difference| %.2e\n",

@@ -349,6 +349,18 @@ struct Q6KPairs {
     }
 };
 
+// Q3_K_R16's / Q2_K_R16's two-bit fields of a pair into eight registers of quads (levels 0..3).
+inline void two_bit_levels(const uint8_t (&lo)[2][64], __m512i (&w)[8]) {
+    const __m512i m3 = _mm512_set1_epi8(0x03);
+    for (int g = 0; g < 2; ++g) {
+        const __m512i v = _mm512_loadu_si512(lo[g]);
+        w[4 * g + 0] = _mm512_and_si512(v, m3);
+        w[4 * g + 1] = _mm512_and_si512(_mm512_srli_epi16(v, 2), m3);
+        w[4 * g + 2] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m3);
+        w[4 * g + 3] = _mm512_and_si512(_mm512_srli_epi16(v, 6), m3);
+    }
+}
+
 // Q3_K: the sixteen 6-bit scales of each row unpacked once per super-block from its three scale words into
 // four words of four bytes (scales 4j .. 4j + 3 in word j, as the file's scalar code reads them), less 32 per
 // pair.
@@ -370,14 +382,8 @@ struct Q3KPairs {
         return s;
     }
     static void levels(const Block& B, int P, __m512i (&w)[8]) {
-        const __m512i m3 = _mm512_set1_epi8(0x03), four = _mm512_set1_epi8(0x04);
-        for (int g = 0; g < 2; ++g) {
-            const __m512i v = _mm512_loadu_si512(B.p[P].lo[g]);
-            w[4 * g + 0] = _mm512_and_si512(v, m3);
-            w[4 * g + 1] = _mm512_and_si512(_mm512_srli_epi16(v, 2), m3);
-            w[4 * g + 2] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m3);
-            w[4 * g + 3] = _mm512_and_si512(_mm512_srli_epi16(v, 6), m3);
-        }
+        const __m512i four = _mm512_set1_epi8(0x04);
+        two_bit_levels(B.p[P].lo, w);
         for (int k = 0; k < 8; ++k) {
             uint64_t bits;
             std::memcpy(&bits, B.p[P].hb[k], 8);
@@ -399,6 +405,23 @@ struct Q3KPairs {
     }
 };
 
+// Q2_K: levels 0..3 with no offset; per pair the rows' scale bytes, scale in the low nibble and min in the high
+// one, the mins meeting the activation's 16-element sums once per super-block (mins below), times dmin.
+struct Q2KPairs {
+    using Block = BlockQ2_KR16;
+    static constexpr int kOffset = 0;
+    struct Scales {};
+    static Scales scales(const Block&) { return {}; }
+    static void levels(const Block& B, int P, __m512i (&w)[8]) { two_bit_levels(B.p[P].lo, w); }
+    static __m512i bytes(const Block& B, int P) {
+        return _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(B.p[P].sc)));
+    }
+    static __m512i pair(const Block& B, const Scales&, int P) { return _mm512_and_si512(bytes(B, P), _mm512_set1_epi16(0x0f)); }
+    static __m512i min_pair(const Block& B, int P) { return _mm512_srli_epi16(bytes(B, P), 4); }
+};
+template <typename U>
+constexpr bool kHasMins = requires(const typename U::Block& b) { b.dmin; };
+
 template <typename U, int T>
 void group_k16_pairs(int64_t nb, const typename U::Block* wb, const uint8_t* a, size_t as, float* y, int64_t ldy) {
     const BlockQ8_K* at[T];
@@ -416,7 +439,8 @@ void group_k16_pairs(int64_t nb, const typename U::Block* wb, const uint8_t* a, 
             // Lane i: the rows' two scales as an int16 pair; each as an int32; -offset * the pair.
             const __m512i pair = U::pair(B, sc, P);
             const __m512i s0 = _mm512_srai_epi32(_mm512_slli_epi32(pair, 16), 16), s1 = _mm512_srai_epi32(pair, 16);
-            const __m512i neg = _mm512_sub_epi16(_mm512_setzero_si512(), _mm512_mullo_epi16(pair, _mm512_set1_epi16(U::kOffset)));
+            [[maybe_unused]] const __m512i neg =
+                _mm512_sub_epi16(_mm512_setzero_si512(), _mm512_mullo_epi16(pair, _mm512_set1_epi16(U::kOffset)));
 #pragma GCC unroll 8
             for (int t = 0; t < T; ++t) {
                 const BlockQ8_K& ab = at[t][b];
@@ -426,16 +450,34 @@ void group_k16_pairs(int64_t nb, const typename U::Block* wb, const uint8_t* a, 
                     i0 = dpbusd_quad(i0, w[k], aq, k);
                     i1 = dpbusd_quad(i1, w[k + 4], aq, k + 4);
                 }
-                int32_t sums;  // the activation's sums over the two sub-blocks, an int16 pair
-                std::memcpy(&sums, ab.bsums + 2 * P, 4);
-                __m512i q = _mm512_dpwssd_epi32(qsum[t], neg, _mm512_set1_epi32(sums));
+                __m512i q = qsum[t];
+                if constexpr (U::kOffset != 0) {
+                    int32_t sums;  // the activation's sums over the two sub-blocks, an int16 pair
+                    std::memcpy(&sums, ab.bsums + 2 * P, 4);
+                    q = _mm512_dpwssd_epi32(q, neg, _mm512_set1_epi32(sums));
+                }
                 q = _mm512_add_epi32(q, _mm512_mullo_epi32(i0, s0));
                 qsum[t] = _mm512_add_epi32(q, _mm512_mullo_epi32(i1, s1));
             }
         }
         const __m512 dr = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(B.d)));
-        for (int t = 0; t < T; ++t)
-            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(qsum[t]), _mm512_mul_ps(dr, _mm512_set1_ps(at[t][b].d)), acc[t]);
+        if constexpr (kHasMins<U>) {
+            // The mins' part, sum over sub-blocks of min * (the activation's 16-element sum), per token.
+            const __m512 dmr = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(B.dmin)));
+            for (int t = 0; t < T; ++t) {
+                __m512i msum = _mm512_setzero_si512();
+                for (int P = 0; P < 8; ++P) {
+                    int32_t sums;
+                    std::memcpy(&sums, at[t][b].bsums + 2 * P, 4);
+                    msum = _mm512_dpwssd_epi32(msum, U::min_pair(B, P), _mm512_set1_epi32(sums));
+                }
+                const __m512 v = _mm512_fnmadd_ps(dmr, _mm512_cvtepi32_ps(msum), _mm512_mul_ps(dr, _mm512_cvtepi32_ps(qsum[t])));
+                acc[t] = _mm512_fmadd_ps(v, _mm512_set1_ps(at[t][b].d), acc[t]);
+            }
+        } else {
+            for (int t = 0; t < T; ++t)
+                acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(qsum[t]), _mm512_mul_ps(dr, _mm512_set1_ps(at[t][b].d)), acc[t]);
+        }
     }
     for (int t = 0; t < T; ++t) _mm512_storeu_ps(y + t * ldy, acc[t]);
 }
@@ -493,8 +535,9 @@ void fill_avx512_r16(KernelSet& k) {
     k.tile[id(DType::Q5_K_R16)] = tile_groups<kR16Rows, BlockQ5_KR16, Q45K<Q5KR16>::K, kMaxTokensK, QK_K>;
     k.tile[id(DType::Q6_K_R16)] = tile_groups<kR16Rows, BlockQ6_KR16, K16Pairs<Q6KPairs>::K, kMaxTokensK, QK_K>;
     k.tile[id(DType::Q3_K_R16)] = tile_groups<kR16Rows, BlockQ3_KR16, K16Pairs<Q3KPairs>::K, kMaxTokensK, QK_K>;
+    k.tile[id(DType::Q2_K_R16)] = tile_groups<kR16Rows, BlockQ2_KR16, K16Pairs<Q2KPairs>::K, kMaxTokensK, QK_K>;
     for (DType t : {DType::Q8_0_R16, DType::Q4_0_R16, DType::Q5_0_R16, DType::Q4_K_R16, DType::Q5_K_R16, DType::Q6_K_R16,
-                    DType::IQ4_NL_R16, DType::Q4_1_R16, DType::Q5_1_R16, DType::Q3_K_R16})
+                    DType::IQ4_NL_R16, DType::Q4_1_R16, DType::Q5_1_R16, DType::Q3_K_R16, DType::Q2_K_R16})
         k.stream_tokens[id(t)] = 255;  // every token count: tiles of one group (kDecodeRows = 16 rows)
     k.repack[id(DType::Q8_0)] = DType::Q8_0_R16;
     k.repack[id(DType::Q4_0)] = DType::Q4_0_R16;
@@ -506,6 +549,7 @@ void fill_avx512_r16(KernelSet& k) {
     k.repack[id(DType::Q4_1)] = DType::Q4_1_R16;
     k.repack[id(DType::Q5_1)] = DType::Q5_1_R16;
     k.repack[id(DType::Q3_K)] = DType::Q3_K_R16;
+    k.repack[id(DType::Q2_K)] = DType::Q2_K_R16;
 }
 
 }  // namespace flint::detail

@@ -203,6 +203,11 @@ inline BlockQ6_K q6k_group_row(const B& b, int i) {
 }
 inline BlockQ6_K q6kr16_row(const BlockQ6_KR16& b, int i) { return q6k_group_row<kR16Rows>(b, i); }
 inline BlockQ6_K q6kr8_row(const BlockQ6_KR8& b, int i) { return q6k_group_row<kR8Rows>(b, i); }
+// Row i's level (0..3) of pair element idx (0..31) in Q3_K_R16's / Q2_K_R16's two-bit fields.
+inline int k16_two_bits(const uint8_t (&lo)[2][64], int i, int idx) {
+    const int k = idx / 4, c = idx % 4;
+    return (lo[k / 4][4 * i + c] >> (2 * (k % 4))) & 3;
+}
 // Q3_K: super-block b of sixteen rows, per pair P of 16-element sub-blocks (elements 32P .. 32P + 31, register
 // k = 0..7 holding elements 32P + 4k + c): each level's two low bits in p[P].lo[k / 4][4 i + c] at bit 2 (k % 4)
 // (Q6_K_R16's top-bit bytes), its high bit (+4) in p[P].hb[k], a 64-bit mask whose bit 4 i + c is row i's (as
@@ -212,8 +217,26 @@ struct Q3KR16Pair { uint8_t lo[2][64]; uint8_t hb[8][8]; };
 struct BlockQ3_KR16 { Q3KR16Pair p[8]; uint32_t sc[3][kR16Rows]; uint16_t d[kR16Rows]; };
 // Row i's level (0..7) of pair element idx (0..31) in a repacked Q3_K pair.
 inline int q3kr16_level(const Q3KR16Pair& p, int i, int idx) {
-    const int k = idx / 4, c = idx % 4;
-    return ((p.lo[k / 4][4 * i + c] >> (2 * (k % 4))) & 3) | (group_fifth_bit(p.hb, i, idx) << 2);
+    return k16_two_bits(p.lo, i, idx) | (group_fifth_bit(p.hb, i, idx) << 2);
+}
+// Q2_K: super-block b of sixteen rows, per pair P of 16-element sub-blocks: the levels (0..3) as Q3_K_R16's
+// two-bit fields, then the rows' scale bytes of sub-blocks 2P and 2P + 1 side by side (sc[2 i], sc[2 i + 1]:
+// scale in the low nibble, min in the high one, as the file has them); then the rows' d and dmin.
+struct Q2KR16Pair { uint8_t lo[2][64]; uint8_t sc[32]; };
+struct BlockQ2_KR16 { Q2KR16Pair p[8]; uint16_t d[kR16Rows]; uint16_t dmin[kR16Rows]; };
+inline BlockQ2_K q2kr16_row(const BlockQ2_KR16& b, int i) {
+    BlockQ2_K r{};
+    r.d = b.d[i];
+    r.dmin = b.dmin[i];
+    for (int e = 0; e < QK_K; ++e) {
+        const int h = e / 128, k = (e % 128) / 32, l = e % 32;
+        r.qs[32 * h + l] |= uint8_t(k16_two_bits(b.p[e / 32].lo, i, e % 32) << (2 * k));
+    }
+    for (int P = 0; P < 8; ++P) {
+        r.scales[2 * P] = b.p[P].sc[2 * i];
+        r.scales[2 * P + 1] = b.p[P].sc[2 * i + 1];
+    }
+    return r;
 }
 // Row i of a repacked Q3_K block, back in the file's layout (level 0..7 = the two low bits in qs, the high
 // bit in hmask, as quant_internal.h's k2_level and q3k_high_bit read them).
@@ -234,7 +257,8 @@ inline BlockQ3_K q3kr16_row(const BlockQ3_KR16& b, int i) {
 struct BlockQ8_0S { int8_t qs[QK]; float d; int32_t ofs; };
 static_assert(sizeof(BlockQ8_0R16) == 16 * 34 && sizeof(BlockQ4_0R16) == 16 * 18 && sizeof(BlockQ5_0R16) == 16 * 22 &&
               sizeof(BlockQ4_KR16) == 16 * 144 && sizeof(BlockQ6_KR16) == 16 * 210 &&
-              sizeof(BlockQ5_KR16) == 16 * 176 && sizeof(BlockQ8_0S) == 40 && sizeof(BlockQ3_KR16) == 16 * 110);
+              sizeof(BlockQ5_KR16) == 16 * 176 && sizeof(BlockQ8_0S) == 40 && sizeof(BlockQ3_KR16) == 16 * 110 &&
+              sizeof(BlockQ2_KR16) == 16 * 84);
 static_assert(sizeof(BlockQ4_1R16) == 16 * 20 && sizeof(BlockQ5_1R16) == 16 * 24 && sizeof(BlockQ4_1R8) == 8 * 20 &&
               sizeof(BlockQ5_1R8) == 8 * 24);
 static_assert(sizeof(BlockQ8_0R8) == 8 * 34 && sizeof(BlockQ4_0R8) == 8 * 18 && sizeof(BlockQ5_0R8) == 8 * 22 && sizeof(BlockQ4_KR8) == 8 * 144 &&

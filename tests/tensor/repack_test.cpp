@@ -41,7 +41,8 @@ const Pair kPairs[] = {{DType::Q8_0, DType::Q8_0_R16},
                        {DType::IQ4_NL, DType::IQ4_NL_R8},
                        {DType::Q4_1, DType::Q4_1_R8},
                        {DType::Q5_1, DType::Q5_1_R8},
-                       {DType::Q3_K, DType::Q3_K_R16}};
+                       {DType::Q3_K, DType::Q3_K_R16},
+                       {DType::Q2_K, DType::Q2_K_R16}};
 
 // A width the file type can hold: cols rounded up to its block (256 for Q4_K).
 int64_t fit(Pair p, int64_t cols) {
@@ -248,7 +249,7 @@ TEST(Repack, TargetOnlyWhereTheKernelsHaveAFasterLayout) {
         EXPECT_EQ(std::optional(DType::Q4_1_R16), repack_target(DType::Q4_1, 64, 64));
         EXPECT_EQ(std::optional(DType::Q5_1_R16), repack_target(DType::Q5_1, 64, 64));
         EXPECT_EQ(std::optional(DType::Q3_K_R16), repack_target(DType::Q3_K, 64, 256));
-        EXPECT_FALSE(repack_target(DType::Q2_K, 64, 256));
+        EXPECT_EQ(std::optional(DType::Q2_K_R16), repack_target(DType::Q2_K, 64, 256));
         EXPECT_FALSE(repack_target(DType::F16, 64, 64));
     }
 }

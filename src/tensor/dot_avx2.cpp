@@ -494,10 +494,11 @@ struct Q5R8 : OffsetDots<true, 3> {
     }
     // 16 added where the fifth bit is set: byte j of register k takes bit j of mask k (the mask's bytes
     // spread with one shuffle, one bit tested per byte).
-    static void add_fifth_bits(const uint32_t (&qh)[8], __m256i (&w)[8]) {
+    // (Q3_K's high bits add 4: `value`.)
+    static void add_fifth_bits(const uint32_t (&qh)[8], __m256i (&w)[8], int8_t value = 0x10) {
         const __m256i spread = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0);
         const __m256i bit = _mm256_set1_epi64x(int64_t(0x8040201008040201));
-        const __m256i sixteen = _mm256_set1_epi8(0x10);
+        const __m256i sixteen = _mm256_set1_epi8(value);
         for (int k = 0; k < 8; ++k) {
             const __m256i m = _mm256_shuffle_epi8(_mm256_set1_epi32(int(qh[k])), spread);
             const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(m, bit), bit);
@@ -741,37 +742,117 @@ void group_q45kr8(int64_t nb, const typename L::Block* wb, const uint8_t* a, siz
     for (int t = 0; t < T; ++t) _mm256_storeu_ps(y + t * ldy, acc[t]);
 }
 
-// ---- Q6_K, eight rows interleaved (BlockQ6_KR8) -------------------------------------------------------
-// Per pair of 16-element sub-blocks: the levels (0..63) rebuilt from Q4_0_R8-style nibbles and a register of
-// top bits per four quads (a shift, an AND and an OR each); per sub-block four VPMADDUBSW per token summed
-// two at a time in int16 (at most 2 x 2 x 63 x 127 = 32,004), VPMADDWD to int32, the rows' int8 scales
-// applied with VPMULLD, and the -32 offset as -32 * scale * (the activation's 16-element sums) through one
-// VPMADDWD per pair. All in int32 until one convert and one FMA per token and super-block.
-template <int T>
-void group_q6kr8(int64_t nb, const BlockQ6_KR8* wb, const uint8_t* a, size_t as, float* y, int64_t ldy) {
+// ---- Q6_K, Q3_K and Q2_K, eight rows interleaved (BlockQ6_KR8, BlockQ3_KR8, BlockQ2_KR8) ------------------
+// Per pair of 16-element sub-blocks: the levels rebuilt into eight registers of quads (Q6_K: 0..63 from
+// Q4_0_R8-style nibbles and a register of top bits per four quads, a shift, an AND and an OR each; Q3_K: 0..7
+// from two-bit fields and a high-bit mask per quad; Q2_K: 0..3); per sub-block four VPMADDUBSW per token
+// summed two at a time in int16 (at most 2 x 2 x 63 x 127 = 32,004), VPMADDWD to int32, the rows' scales
+// applied with VPMULLD, and the offset (-32, -4) as -offset * scale * (the activation's 16-element sums)
+// through one VPMADDWD per pair (Q2_K: its mins, times dmin, once per super-block). All in int32 until one
+// convert and one FMA per token and super-block.
+
+// Q6_K: the rows' int8 scales of the pair side by side, an int16 pair per lane.
+struct Q6KPairsR8 {
+    using Block = BlockQ6_KR8;
+    static constexpr int kOffset = 32;
+    struct Scales {};
+    static Scales scales(const Block&) { return {}; }
+    static void levels(const Block& B, int P, __m256i (&w)[8]) {
+        const __m256i m30 = _mm256_set1_epi8(0x30);
+        Q4R8::load_nibbles(B.p[P].nib, w);
+        for (int g = 0; g < 2; ++g) {
+            const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(B.p[P].hi[g]));
+            w[4 * g + 0] = _mm256_or_si256(w[4 * g + 0], _mm256_and_si256(_mm256_slli_epi16(h, 4), m30));
+            w[4 * g + 1] = _mm256_or_si256(w[4 * g + 1], _mm256_and_si256(_mm256_slli_epi16(h, 2), m30));
+            w[4 * g + 2] = _mm256_or_si256(w[4 * g + 2], _mm256_and_si256(h, m30));
+            w[4 * g + 3] = _mm256_or_si256(w[4 * g + 3], _mm256_and_si256(_mm256_srli_epi16(h, 2), m30));
+        }
+    }
+    static __m256i pair(const Block& B, const Scales&, int P) {
+        return _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(B.p[P].sc)));
+    }
+};
+
+// Q3_K_R8's / Q2_K_R8's two-bit fields of a pair into eight registers of quads (levels 0..3).
+inline void two_bit_levels_r8(const uint8_t (&lo)[2][32], __m256i (&w)[8]) {
+    const __m256i m3 = _mm256_set1_epi8(0x03);
+    for (int g = 0; g < 2; ++g) {
+        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(lo[g]));
+        w[4 * g + 0] = _mm256_and_si256(v, m3);
+        w[4 * g + 1] = _mm256_and_si256(_mm256_srli_epi16(v, 2), m3);
+        w[4 * g + 2] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m3);
+        w[4 * g + 3] = _mm256_and_si256(_mm256_srli_epi16(v, 6), m3);
+    }
+}
+
+// Q3_K: each row's sixteen 6-bit scales unpacked once per super-block from its three words into four words of
+// four bytes (scales 4j .. 4j + 3 in word j), then per pair two bytes zero-extended by one VPSHUFB, less 32.
+struct Q3KPairsR8 {
+    using Block = BlockQ3_KR8;
+    static constexpr int kOffset = 4;
+    struct Scales {
+        __m256i aux[4];
+    };
+    static Scales scales(const Block& B) {
+        auto word = [&](int w) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(B.sc[w])); };
+        const __m256i w0 = word(0), w1 = word(1), w2 = word(2);
+        const __m256i m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(0x03);
+        auto top = [&](int shift) { return _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(w2, shift), m2), 4); };
+        Scales s;
+        s.aux[0] = _mm256_or_si256(_mm256_and_si256(w0, m4), top(0));
+        s.aux[1] = _mm256_or_si256(_mm256_and_si256(w1, m4), top(2));
+        s.aux[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(w0, 4), m4), top(4));
+        s.aux[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(w1, 4), m4), top(6));
+        return s;
+    }
+    static void levels(const Block& B, int P, __m256i (&w)[8]) {
+        two_bit_levels_r8(B.p[P].lo, w);
+        Q5R8::add_fifth_bits(B.p[P].hb, w, 0x04);
+    }
+    static __m256i pair(const Block&, const Scales& s, int P) {
+        const uint32_t o = 2 * uint32_t(P % 2);
+        auto lane = [o](uint32_t l) { return int(0x80u << 24 | (4 * l + o + 1) << 16 | 0x80u << 8 | (4 * l + o)); };
+        const __m128i pick = _mm_set_epi32(lane(3), lane(2), lane(1), lane(0));
+        return _mm256_sub_epi16(_mm256_shuffle_epi8(s.aux[P / 2], _mm256_broadcastsi128_si256(pick)), _mm256_set1_epi16(32));
+    }
+};
+
+// Q2_K: levels 0..3 with no offset; scale bytes (scale low nibble, min high nibble) beside each pair's levels.
+struct Q2KPairsR8 {
+    using Block = BlockQ2_KR8;
+    static constexpr int kOffset = 0;
+    struct Scales {};
+    static Scales scales(const Block&) { return {}; }
+    static void levels(const Block& B, int P, __m256i (&w)[8]) { two_bit_levels_r8(B.p[P].lo, w); }
+    static __m256i bytes(const Block& B, int P) {
+        return _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(B.p[P].sc)));
+    }
+    static __m256i pair(const Block& B, const Scales&, int P) { return _mm256_and_si256(bytes(B, P), _mm256_set1_epi16(0x0f)); }
+    static __m256i min_pair(const Block& B, int P) { return _mm256_srli_epi16(bytes(B, P), 4); }
+};
+template <typename U>
+constexpr bool kHasMinsR8 = requires(const typename U::Block& b) { b.dmin; };
+
+template <typename U, int T>
+void group_k16_pairs_r8(int64_t nb, const typename U::Block* wb, const uint8_t* a, size_t as, float* y, int64_t ldy) {
     const BlockQ8_K* at[T];
     for (int t = 0; t < T; ++t) at[t] = reinterpret_cast<const BlockQ8_K*>(a + size_t(t) * as);
     __m256 acc[T];
     for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
-    const __m256i m30 = _mm256_set1_epi8(0x30), ones = _mm256_set1_epi16(1);
+    const __m256i ones = _mm256_set1_epi16(1);
     for (int64_t b = 0; b < nb; ++b) {
-        const BlockQ6_KR8& B = wb[b];
+        const typename U::Block& B = wb[b];
+        const typename U::Scales sc = U::scales(B);
         __m256i qsum[T];
         for (int t = 0; t < T; ++t) qsum[t] = _mm256_setzero_si256();
         for (int P = 0; P < 8; ++P) {
             __m256i w[8];
-            Q4R8::load_nibbles(B.p[P].nib, w);
-            for (int g = 0; g < 2; ++g) {
-                const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(B.p[P].hi[g]));
-                w[4 * g + 0] = _mm256_or_si256(w[4 * g + 0], _mm256_and_si256(_mm256_slli_epi16(h, 4), m30));
-                w[4 * g + 1] = _mm256_or_si256(w[4 * g + 1], _mm256_and_si256(_mm256_slli_epi16(h, 2), m30));
-                w[4 * g + 2] = _mm256_or_si256(w[4 * g + 2], _mm256_and_si256(h, m30));
-                w[4 * g + 3] = _mm256_or_si256(w[4 * g + 3], _mm256_and_si256(_mm256_srli_epi16(h, 2), m30));
-            }
-            // Lane i: (scale 2P, scale 2P+1) of row i as an int16 pair; each as an int32; -32 * the pair.
-            const __m256i pair = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(B.p[P].sc)));
+            U::levels(B, P, w);
+            // Lane i: the rows' two scales as an int16 pair; each as an int32; -offset * the pair.
+            const __m256i pair = U::pair(B, sc, P);
             const __m256i s0 = _mm256_srai_epi32(_mm256_slli_epi32(pair, 16), 16), s1 = _mm256_srai_epi32(pair, 16);
-            const __m256i neg32 = _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(pair, 5));
+            [[maybe_unused]] const __m256i neg =
+                _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_mullo_epi16(pair, _mm256_set1_epi16(U::kOffset)));
             for (int t = 0; t < T; ++t) {
                 const BlockQ8_K& ab = at[t][b];
                 const int8_t* aq = ab.qs + 32 * P;
@@ -784,16 +865,34 @@ void group_q6kr8(int64_t nb, const BlockQ6_KR8* wb, const uint8_t* a, size_t as,
                     return _mm256_add_epi32(_mm256_madd_epi16(_mm256_add_epi16(quad(k0), quad(k0 + 1)), ones),
                                             _mm256_madd_epi16(_mm256_add_epi16(quad(k0 + 2), quad(k0 + 3)), ones));
                 };
-                int32_t sums;  // the activation's sums over the two sub-blocks, an int16 pair
-                std::memcpy(&sums, ab.bsums + 2 * P, 4);
-                __m256i q = _mm256_add_epi32(qsum[t], _mm256_madd_epi16(neg32, _mm256_set1_epi32(sums)));
+                __m256i q = qsum[t];
+                if constexpr (U::kOffset != 0) {
+                    int32_t sums;  // the activation's sums over the two sub-blocks, an int16 pair
+                    std::memcpy(&sums, ab.bsums + 2 * P, 4);
+                    q = _mm256_add_epi32(q, _mm256_madd_epi16(neg, _mm256_set1_epi32(sums)));
+                }
                 q = _mm256_add_epi32(q, _mm256_mullo_epi32(sub_dot(0), s0));
                 qsum[t] = _mm256_add_epi32(q, _mm256_mullo_epi32(sub_dot(4), s1));
             }
         }
         const __m256 dr = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(B.d)));
-        for (int t = 0; t < T; ++t)
-            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(qsum[t]), _mm256_mul_ps(dr, _mm256_set1_ps(at[t][b].d)), acc[t]);
+        if constexpr (kHasMinsR8<U>) {
+            // The mins' part, sum over sub-blocks of min * (the activation's 16-element sum), per token.
+            const __m256 dmr = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(B.dmin)));
+            for (int t = 0; t < T; ++t) {
+                __m256i msum = _mm256_setzero_si256();
+                for (int P = 0; P < 8; ++P) {
+                    int32_t sums;
+                    std::memcpy(&sums, at[t][b].bsums + 2 * P, 4);
+                    msum = _mm256_add_epi32(msum, _mm256_madd_epi16(U::min_pair(B, P), _mm256_set1_epi32(sums)));
+                }
+                const __m256 v = _mm256_fnmadd_ps(dmr, _mm256_cvtepi32_ps(msum), _mm256_mul_ps(dr, _mm256_cvtepi32_ps(qsum[t])));
+                acc[t] = _mm256_fmadd_ps(v, _mm256_set1_ps(at[t][b].d), acc[t]);
+            }
+        } else {
+            for (int t = 0; t < T; ++t)
+                acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(qsum[t]), _mm256_mul_ps(dr, _mm256_set1_ps(at[t][b].d)), acc[t]);
+        }
     }
     for (int t = 0; t < T; ++t) _mm256_storeu_ps(y + t * ldy, acc[t]);
 }
@@ -820,9 +919,12 @@ struct KR8 {
         static constexpr auto run = group_q45kr8<L, T>;
     };
 };
-template <int T>
-struct Q6KR8 {
-    static constexpr auto run = group_q6kr8<T>;
+template <typename U>
+struct K16PairsR8 {
+    template <int T>
+    struct K {
+        static constexpr auto run = group_k16_pairs_r8<U, T>;
+    };
 };
 
 // ---- activation quantizers (bit-identical to the scalar ones: same scale, same rounding) ----------
@@ -923,9 +1025,13 @@ void fill_avx2(KernelSet& k) {
     for (DType t : {DType::Q4_K_R8, DType::Q5_K_R8}) k.stream_tokens[id(t)] = 255;
     k.repack[id(DType::Q4_K)] = DType::Q4_K_R8;
     k.repack[id(DType::Q5_K)] = DType::Q5_K_R8;
-    k.tile[id(DType::Q6_K_R8)] = tile_groups<kR8Rows, BlockQ6_KR8, Q6KR8, 2, QK_K>;
-    k.stream_tokens[id(DType::Q6_K_R8)] = 255;
+    k.tile[id(DType::Q6_K_R8)] = tile_groups<kR8Rows, BlockQ6_KR8, K16PairsR8<Q6KPairsR8>::K, 2, QK_K>;
+    k.tile[id(DType::Q3_K_R8)] = tile_groups<kR8Rows, BlockQ3_KR8, K16PairsR8<Q3KPairsR8>::K, 2, QK_K>;
+    k.tile[id(DType::Q2_K_R8)] = tile_groups<kR8Rows, BlockQ2_KR8, K16PairsR8<Q2KPairsR8>::K, 2, QK_K>;
+    for (DType t : {DType::Q6_K_R8, DType::Q3_K_R8, DType::Q2_K_R8}) k.stream_tokens[id(t)] = 255;
     k.repack[id(DType::Q6_K)] = DType::Q6_K_R8;
+    k.repack[id(DType::Q3_K)] = DType::Q3_K_R8;
+    k.repack[id(DType::Q2_K)] = DType::Q2_K_R8;
 }
 
 }  // namespace flint::detail

@@ -287,7 +287,7 @@ DType activation_type(DType w) {
         case DType::Q4_0: case DType::Q4_1: case DType::Q5_0: case DType::Q5_1: case DType::Q8_0: case DType::IQ4_NL:
             return DType::Q8_0;
         case DType::Q2_K: case DType::Q3_K: case DType::Q4_K: case DType::Q5_K: case DType::Q6_K: case DType::Q4_K_R16: case DType::Q5_K_R16:
-        case DType::Q3_K_R16: case DType::Q2_K_R16:
+        case DType::Q3_K_R16: case DType::Q2_K_R16: case DType::Q3_K_R8: case DType::Q2_K_R8:
         case DType::Q6_K_R16: case DType::Q4_K_R8: case DType::Q5_K_R8: case DType::Q6_K_R8:
             return DType::Q8_K;
         case DType::Q8_0_R16: case DType::Q4_0_R16: case DType::Q5_0_R16: case DType::Q8_0_R8: case DType::Q4_0_R8:
@@ -334,6 +334,8 @@ void fill_scalar(KernelSet& k) {
     k.tile[id(DType::Q6_K_R16)] = tile_scalar_r16<BlockQ6_KR16, BlockQ8_K, dot_kr16<BlockQ6_KR16, BlockQ6_K, q6kr16_row, dot_q6_k>>;
     k.tile[id(DType::Q3_K_R16)] = tile_scalar_r16<BlockQ3_KR16, BlockQ8_K, dot_kr16<BlockQ3_KR16, BlockQ3_K, q3kr16_row, dot_q3_k>>;
     k.tile[id(DType::Q2_K_R16)] = tile_scalar_r16<BlockQ2_KR16, BlockQ8_K, dot_kr16<BlockQ2_KR16, BlockQ2_K, q2kr16_row, dot_q2_k>>;
+    k.tile[id(DType::Q3_K_R8)] = tile_scalar_r16<BlockQ3_KR8, BlockQ8_K, dot_kr16<BlockQ3_KR8, BlockQ3_K, q3kr8_row, dot_q3_k>, kR8Rows>;
+    k.tile[id(DType::Q2_K_R8)] = tile_scalar_r16<BlockQ2_KR8, BlockQ8_K, dot_kr16<BlockQ2_KR8, BlockQ2_K, q2kr8_row, dot_q2_k>, kR8Rows>;
     k.quantize_q8_0 = quantize_q8_0;
     k.quantize_q8_k = quantize_q8_k;
     k.quantize_q8_0s = quantize_q8_0s;

@@ -36,6 +36,7 @@ constexpr std::array kTypes = {
     Entry{DType::Q5_1_R16, {"q5_1_r16", 32, 24}}, Entry{DType::IQ4_NL_R8, {"iq4_nl_r8", 32, 18}},
     Entry{DType::Q4_1_R8, {"q4_1_r8", 32, 20}}, Entry{DType::Q5_1_R8, {"q5_1_r8", 32, 24}},
     Entry{DType::Q3_K_R16, {"q3_k_r16", 256, 110}}, Entry{DType::Q2_K_R16, {"q2_k_r16", 256, 84}},
+    Entry{DType::Q3_K_R8, {"q3_k_r8", 256, 110}}, Entry{DType::Q2_K_R8, {"q2_k_r8", 256, 84}},
     Entry{DType::Q8_0_S, {"q8_0_s", 32, 40}},
 };
 

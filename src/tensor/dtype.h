@@ -53,6 +53,8 @@ enum class DType : uint32_t {
     Q5_1_R8 = 118,     // Q5_1 rows repacked eight at a time for the AVX2 kernels (BlockQ5_1R8)
     Q3_K_R16 = 119,    // Q3_K rows repacked sixteen at a time (BlockQ3_KR16)
     Q2_K_R16 = 120,    // Q2_K rows repacked sixteen at a time (BlockQ2_KR16)
+    Q3_K_R8 = 121,     // Q3_K rows repacked eight at a time for the AVX2 kernels (BlockQ3_KR8)
+    Q2_K_R8 = 122,     // Q2_K rows repacked eight at a time for the AVX2 kernels (BlockQ2_KR8)
 };
 // Every id is below this (the kernel tables are indexed by id up to it).
 constexpr uint32_t kMaxDTypeId = 128;

@@ -203,28 +203,34 @@ inline BlockQ6_K q6k_group_row(const B& b, int i) {
 }
 inline BlockQ6_K q6kr16_row(const BlockQ6_KR16& b, int i) { return q6k_group_row<kR16Rows>(b, i); }
 inline BlockQ6_K q6kr8_row(const BlockQ6_KR8& b, int i) { return q6k_group_row<kR8Rows>(b, i); }
-// Row i's level (0..3) of pair element idx (0..31) in Q3_K_R16's / Q2_K_R16's two-bit fields.
-inline int k16_two_bits(const uint8_t (&lo)[2][64], int i, int idx) {
+// Row i's level (0..3) of pair element idx (0..31) in the two-bit fields of Q3_K's / Q2_K's group layouts:
+// lo[k / 4][4 i + c] at bit 2 (k % 4) for element 4k + c (N = 4 G bytes: 64 for sixteen rows, 32 for eight).
+template <size_t N>
+inline int k16_two_bits(const uint8_t (&lo)[2][N], int i, int idx) {
     const int k = idx / 4, c = idx % 4;
     return (lo[k / 4][4 * i + c] >> (2 * (k % 4))) & 3;
 }
 // Q3_K: super-block b of sixteen rows, per pair P of 16-element sub-blocks (elements 32P .. 32P + 31, register
-// k = 0..7 holding elements 32P + 4k + c): each level's two low bits in p[P].lo[k / 4][4 i + c] at bit 2 (k % 4)
-// (Q6_K_R16's top-bit bytes), its high bit (+4) in p[P].hb[k], a 64-bit mask whose bit 4 i + c is row i's (as
-// Q5_0_R16's fifth bits); the level, 0..7, stands for level - 4. Then the rows' 12 scale bytes as three 32-bit
-// words, word w of row i at sc[w][i] (Q4_K_R16's), and their d.
+// k = 0..7 holding elements 32P + 4k + c): each level's two low bits in p[P].lo (k16_two_bits, as Q6_K_R16's
+// top bits), its high bit (+4) in p[P].hb[k], a 64-bit mask whose bit 4 i + c is row i's (as Q5_0_R16's fifth
+// bits); the level, 0..7, stands for level - 4. Then the rows' 12 scale bytes as three 32-bit words, word w of
+// row i at sc[w][i] (Q4_K_R16's), and their d.
 struct Q3KR16Pair { uint8_t lo[2][64]; uint8_t hb[8][8]; };
 struct BlockQ3_KR16 { Q3KR16Pair p[8]; uint32_t sc[3][kR16Rows]; uint16_t d[kR16Rows]; };
-// Row i's level (0..7) of pair element idx (0..31) in a repacked Q3_K pair.
-inline int q3kr16_level(const Q3KR16Pair& p, int i, int idx) {
-    return k16_two_bits(p.lo, i, idx) | (group_fifth_bit(p.hb, i, idx) << 2);
-}
+// Q3_K for 256-bit registers (the AVX2 kernels): the same with eight rows, 32-bit high-bit masks.
+struct Q3KR8Pair { uint8_t lo[2][32]; uint32_t hb[8]; };
+struct BlockQ3_KR8 { Q3KR8Pair p[8]; uint32_t sc[3][kR8Rows]; uint16_t d[kR8Rows]; };
 // Q2_K: super-block b of sixteen rows, per pair P of 16-element sub-blocks: the levels (0..3) as Q3_K_R16's
 // two-bit fields, then the rows' scale bytes of sub-blocks 2P and 2P + 1 side by side (sc[2 i], sc[2 i + 1]:
 // scale in the low nibble, min in the high one, as the file has them); then the rows' d and dmin.
 struct Q2KR16Pair { uint8_t lo[2][64]; uint8_t sc[32]; };
 struct BlockQ2_KR16 { Q2KR16Pair p[8]; uint16_t d[kR16Rows]; uint16_t dmin[kR16Rows]; };
-inline BlockQ2_K q2kr16_row(const BlockQ2_KR16& b, int i) {
+// Q2_K for 256-bit registers: the same with eight rows.
+struct Q2KR8Pair { uint8_t lo[2][32]; uint8_t sc[16]; };
+struct BlockQ2_KR8 { Q2KR8Pair p[8]; uint16_t d[kR8Rows]; uint16_t dmin[kR8Rows]; };
+// Row i of a repacked Q2_K block (sixteen or eight rows), back in the file's layout.
+template <typename B>
+inline BlockQ2_K q2k_group_row(const B& b, int i) {
     BlockQ2_K r{};
     r.d = b.d[i];
     r.dmin = b.dmin[i];
@@ -238,19 +244,26 @@ inline BlockQ2_K q2kr16_row(const BlockQ2_KR16& b, int i) {
     }
     return r;
 }
-// Row i of a repacked Q3_K block, back in the file's layout (level 0..7 = the two low bits in qs, the high
-// bit in hmask, as quant_internal.h's k2_level and q3k_high_bit read them).
-inline BlockQ3_K q3kr16_row(const BlockQ3_KR16& b, int i) {
+inline BlockQ2_K q2kr16_row(const BlockQ2_KR16& b, int i) { return q2k_group_row(b, i); }
+inline BlockQ2_K q2kr8_row(const BlockQ2_KR8& b, int i) { return q2k_group_row(b, i); }
+// Row i of a repacked Q3_K block (sixteen or eight rows), back in the file's layout (level 0..7 = the two low
+// bits in qs, the high bit in hmask, as quant_internal.h's k2_level and q3k_high_bit read them).
+template <typename B>
+inline BlockQ3_K q3k_group_row(const B& b, int i) {
     BlockQ3_K r{};
     r.d = b.d[i];
     for (int w = 0; w < 3; ++w) __builtin_memcpy(r.scales + 4 * w, &b.sc[w][i], 4);
     for (int e = 0; e < QK_K; ++e) {
-        const int level = q3kr16_level(b.p[e / 32], i, e % 32), h = e / 128, k = (e % 128) / 32, l = e % 32;
+        const auto& p = b.p[e / 32];
+        const int level = k16_two_bits(p.lo, i, e % 32) | (group_fifth_bit(p.hb, i, e % 32) << 2);
+        const int h = e / 128, k = (e % 128) / 32, l = e % 32;
         r.qs[32 * h + l] |= uint8_t((level & 3) << (2 * k));
         r.hmask[l] |= uint8_t((level >> 2) << (4 * h + k));
     }
     return r;
 }
+inline BlockQ3_K q3kr16_row(const BlockQ3_KR16& b, int i) { return q3k_group_row(b, i); }
+inline BlockQ3_K q3kr8_row(const BlockQ3_KR8& b, int i) { return q3k_group_row(b, i); }
 // Activations for the _R16 kernels: Q8_0's levels and (fp16-rounded) scale, the scale as f32 and
 // ofs = -128 * (sum of the levels): the unsigned Q8_0 weight levels' offset correction (Q4_0's, -8 * sum, is
 // ofs / 16), once per block instead of per row.
@@ -258,7 +271,7 @@ struct BlockQ8_0S { int8_t qs[QK]; float d; int32_t ofs; };
 static_assert(sizeof(BlockQ8_0R16) == 16 * 34 && sizeof(BlockQ4_0R16) == 16 * 18 && sizeof(BlockQ5_0R16) == 16 * 22 &&
               sizeof(BlockQ4_KR16) == 16 * 144 && sizeof(BlockQ6_KR16) == 16 * 210 &&
               sizeof(BlockQ5_KR16) == 16 * 176 && sizeof(BlockQ8_0S) == 40 && sizeof(BlockQ3_KR16) == 16 * 110 &&
-              sizeof(BlockQ2_KR16) == 16 * 84);
+              sizeof(BlockQ2_KR16) == 16 * 84 && sizeof(BlockQ3_KR8) == 8 * 110 && sizeof(BlockQ2_KR8) == 8 * 84);
 static_assert(sizeof(BlockQ4_1R16) == 16 * 20 && sizeof(BlockQ5_1R16) == 16 * 24 && sizeof(BlockQ4_1R8) == 8 * 20 &&
               sizeof(BlockQ5_1R8) == 8 * 24);
 static_assert(sizeof(BlockQ8_0R8) == 8 * 34 && sizeof(BlockQ4_0R8) == 8 * 18 && sizeof(BlockQ5_0R8) == 8 * 22 && sizeof(BlockQ4_KR8) == 8 * 144 &&

@@ -133,16 +133,17 @@ void pack_q6_k(const BlockQ6_K* rows, int64_t nb, B* out) {
     }
 }
 
-// Q3_K in sixteen-row groups (BlockQ3_KR16): each level's low bits and high bit into its pair's planes.
-void pack_q3_k(const BlockQ3_K* rows, int64_t nb, BlockQ3_KR16* out) {
+// Q3_K in G-row groups (BlockQ3_KR16, BlockQ3_KR8): each level's low bits and high bit into its pair's planes.
+template <int G, typename B>
+void pack_q3_k(const BlockQ3_K* rows, int64_t nb, B* out) {
     for (int64_t b = 0; b < nb; ++b) {
-        std::memset(&out[b], 0, sizeof(BlockQ3_KR16));
-        for (int i = 0; i < kR16Rows; ++i) {
+        std::memset(&out[b], 0, sizeof(B));
+        for (int i = 0; i < G; ++i) {
             const BlockQ3_K& src = rows[i * nb + b];
             out[b].d[i] = src.d;
             for (int w = 0; w < 3; ++w) std::memcpy(&out[b].sc[w][i], src.scales + 4 * w, 4);
             for (int e = 0; e < QK_K; ++e) {
-                Q3KR16Pair& p = out[b].p[e / 32];
+                auto& p = out[b].p[e / 32];
                 const int idx = e % 32, k = idx / 4, c = idx % 4;
                 p.lo[k / 4][4 * i + c] |= uint8_t(detail::k2_level(src.qs, e) << (2 * (k % 4)));
                 if (detail::q3k_high_bit(src.hmask, e)) set_fifth_bit(p.hb, i, idx);
@@ -151,11 +152,13 @@ void pack_q3_k(const BlockQ3_K* rows, int64_t nb, BlockQ3_KR16* out) {
     }
 }
 
-// Q2_K in sixteen-row groups (BlockQ2_KR16): the levels as Q3_K_R16's low bits, each pair's scale bytes beside them.
-void pack_q2_k(const BlockQ2_K* rows, int64_t nb, BlockQ2_KR16* out) {
+// Q2_K in G-row groups (BlockQ2_KR16, BlockQ2_KR8): the levels as Q3_K's low bits, each pair's scale bytes
+// beside them.
+template <int G, typename B>
+void pack_q2_k(const BlockQ2_K* rows, int64_t nb, B* out) {
     for (int64_t b = 0; b < nb; ++b) {
-        std::memset(&out[b], 0, sizeof(BlockQ2_KR16));
-        for (int i = 0; i < kR16Rows; ++i) {
+        std::memset(&out[b], 0, sizeof(B));
+        for (int i = 0; i < G; ++i) {
             const BlockQ2_K& src = rows[i * nb + b];
             out[b].d[i] = src.d;
             out[b].dmin[i] = src.dmin;
@@ -200,8 +203,10 @@ constexpr Packer kPackers[] = {
     {DType::IQ4_NL, DType::IQ4_NL_R8, pack_bytes<BlockIQ4_NL, BlockIQ4_NLR8, pack_nibble_rows<kR8Rows>>},
     {DType::Q4_1, DType::Q4_1_R8, pack_bytes<BlockQ4_1, BlockQ4_1R8, pack_nibble_rows<kR8Rows>>},
     {DType::Q5_1, DType::Q5_1_R8, pack_bytes<BlockQ5_1, BlockQ5_1R8, pack_q5<kR8Rows>>},
-    {DType::Q3_K, DType::Q3_K_R16, pack_bytes<BlockQ3_K, BlockQ3_KR16, pack_q3_k>},
-    {DType::Q2_K, DType::Q2_K_R16, pack_bytes<BlockQ2_K, BlockQ2_KR16, pack_q2_k>},
+    {DType::Q3_K, DType::Q3_K_R16, pack_bytes<BlockQ3_K, BlockQ3_KR16, pack_q3_k<kR16Rows>>},
+    {DType::Q2_K, DType::Q2_K_R16, pack_bytes<BlockQ2_K, BlockQ2_KR16, pack_q2_k<kR16Rows>>},
+    {DType::Q3_K, DType::Q3_K_R8, pack_bytes<BlockQ3_K, BlockQ3_KR8, pack_q3_k<kR8Rows>>},
+    {DType::Q2_K, DType::Q2_K_R8, pack_bytes<BlockQ2_K, BlockQ2_KR8, pack_q2_k<kR8Rows>>},
 };
 
 // Row i of a group of repacked K-quant blocks: each block unpacked to the file's layout, then dequantized.
@@ -242,7 +247,8 @@ int interleaved_rows(DType t) {
         case DType::Q2_K_R16:
             return kR16Rows;
         case DType::Q8_0_R8: case DType::Q4_0_R8: case DType::Q5_0_R8: case DType::Q4_K_R8: case DType::Q5_K_R8:
-        case DType::Q6_K_R8: case DType::IQ4_NL_R8: case DType::Q4_1_R8: case DType::Q5_1_R8:
+        case DType::Q6_K_R8: case DType::IQ4_NL_R8: case DType::Q4_1_R8: case DType::Q5_1_R8: case DType::Q3_K_R8:
+        case DType::Q2_K_R8:
             return kR8Rows;
         default: return 1;
     }
@@ -373,6 +379,8 @@ void dequantize_group_row(DType t, const uint8_t* group, int i, int64_t cols, fl
     if (t == DType::Q6_K_R16) return dequantize_k_row<BlockQ6_KR16, q6kr16_row>(DType::Q6_K, group, i, cols, out);
     if (t == DType::Q3_K_R16) return dequantize_k_row<BlockQ3_KR16, q3kr16_row>(DType::Q3_K, group, i, cols, out);
     if (t == DType::Q2_K_R16) return dequantize_k_row<BlockQ2_KR16, q2kr16_row>(DType::Q2_K, group, i, cols, out);
+    if (t == DType::Q3_K_R8) return dequantize_k_row<BlockQ3_KR8, q3kr8_row>(DType::Q3_K, group, i, cols, out);
+    if (t == DType::Q2_K_R8) return dequantize_k_row<BlockQ2_KR8, q2kr8_row>(DType::Q2_K, group, i, cols, out);
     if (t == DType::Q5_K_R16) return dequantize_k_row<BlockQ5_KR16, q5kr16_row>(DType::Q5_K, group, i, cols, out);
     if (t == DType::Q4_K_R8) return dequantize_k_row<BlockQ4_KR8, q4kr8_row>(DType::Q4_K, group, i, cols, out);
     if (t == DType::Q5_K_R8) return dequantize_k_row<BlockQ5_KR8, q5kr8_row>(DType::Q5_K, group, i, cols, out);

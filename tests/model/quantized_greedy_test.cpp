@@ -180,12 +180,12 @@ TEST(QuantizedGreedy, RepackedKQuantModelsGiveTheFileLayoutsLogits) {
     const ModelShape shape = small_qwen2_shape(512);
     const Isa best = active_isa();
     struct Layouts {
-        DType type, r16, r8;  // r8: Q3_K and Q2_K have no eight-row layout and keeps the file's on AVX2
+        DType type, r16, r8;
     };
     for (auto [type, packed_type, packed8_type] :
          {Layouts{DType::Q4_K, DType::Q4_K_R16, DType::Q4_K_R8}, Layouts{DType::Q5_K, DType::Q5_K_R16, DType::Q5_K_R8},
-          Layouts{DType::Q6_K, DType::Q6_K_R16, DType::Q6_K_R8}, Layouts{DType::Q3_K, DType::Q3_K_R16, DType::Q3_K},
-          Layouts{DType::Q2_K, DType::Q2_K_R16, DType::Q2_K}}) {
+          Layouts{DType::Q6_K, DType::Q6_K_R16, DType::Q6_K_R8}, Layouts{DType::Q3_K, DType::Q3_K_R16, DType::Q3_K_R8},
+          Layouts{DType::Q2_K, DType::Q2_K_R16, DType::Q2_K_R8}}) {
         const std::string out = ::testing::TempDir() + "/kquant-256-" + std::string(dtype_name(type)) + ".gguf";
         write_random_model({.shape = shape, .type = type, .seed = 3, .threads = 2}, out);
         auto mapped = Model::load(out, Residency::Map);

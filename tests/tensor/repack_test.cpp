@@ -42,7 +42,9 @@ const Pair kPairs[] = {{DType::Q8_0, DType::Q8_0_R16},
                        {DType::Q4_1, DType::Q4_1_R8},
                        {DType::Q5_1, DType::Q5_1_R8},
                        {DType::Q3_K, DType::Q3_K_R16},
-                       {DType::Q2_K, DType::Q2_K_R16}};
+                       {DType::Q2_K, DType::Q2_K_R16},
+                       {DType::Q3_K, DType::Q3_K_R8},
+                       {DType::Q2_K, DType::Q2_K_R8}};
 
 // A width the file type can hold: cols rounded up to its block (256 for Q4_K).
 int64_t fit(Pair p, int64_t cols) {
@@ -193,7 +195,9 @@ TEST(Repack, WideMatricesInFusedCallsEqualSeparateCalls) {
     for (KernelPath kp : kernel_paths()) {
         kp.use();
         for (Pair p : kPairs) {
-            const int64_t rows = 2 * interleaved_rows(p.packed), cols = fit(p, 4864);
+            const int64_t rows = 2 * interleaved_rows(p.packed);
+            int64_t cols = fit(p, 4864);
+            if (layout_panels(p.packed, cols) == 1) cols = fit(p, 2 * 4864);  // Q2_K_R8's groups are small
             ASSERT_GT(layout_panels(p.packed, cols), 1) << dtype_name(p.packed);
             Packed a = make(p, rows, cols, 8), b = make(p, rows, cols, 9);
             const WeightView A{p.packed, a.packed.data(), rows, cols}, B{p.packed, b.packed.data(), rows, cols};
@@ -221,8 +225,7 @@ TEST(Repack, TargetOnlyWhereTheKernelsHaveAFasterLayout) {
     set_isa(Isa::Scalar);
     EXPECT_FALSE(repack_target(DType::Q8_0, 64, 64));  // the scalar kernels read the file's layout
     if (best_isa() != Isa::Scalar) {
-        set_isa(Isa::AVX2);  // eight-row groups for 256-bit registers: Q8_0, Q4_0, Q5_0, Q4_K, Q5_K, Q6_K, IQ4_NL,
-                             // Q4_1, Q5_1
+        set_isa(Isa::AVX2);  // eight-row groups for 256-bit registers: every type with a sixteen-row layout
         EXPECT_EQ(std::optional(DType::Q8_0_R8), repack_target(DType::Q8_0, 24, 64));
         EXPECT_EQ(std::optional(DType::Q4_0_R8), repack_target(DType::Q4_0, 24, 64));
         EXPECT_EQ(std::optional(DType::Q5_0_R8), repack_target(DType::Q5_0, 24, 64));
@@ -232,7 +235,8 @@ TEST(Repack, TargetOnlyWhereTheKernelsHaveAFasterLayout) {
         EXPECT_EQ(std::optional(DType::IQ4_NL_R8), repack_target(DType::IQ4_NL, 24, 64));
         EXPECT_EQ(std::optional(DType::Q4_1_R8), repack_target(DType::Q4_1, 24, 64));
         EXPECT_EQ(std::optional(DType::Q5_1_R8), repack_target(DType::Q5_1, 24, 64));
-        EXPECT_FALSE(repack_target(DType::Q3_K, 24, 256));  // no interleaved layout: the file's is read
+        EXPECT_EQ(std::optional(DType::Q3_K_R8), repack_target(DType::Q3_K, 24, 256));
+        EXPECT_EQ(std::optional(DType::Q2_K_R8), repack_target(DType::Q2_K, 24, 256));
         EXPECT_FALSE(repack_target(DType::Q4_0, 20, 64));
         EXPECT_FALSE(repack_target(DType::Q8_0, 60, 64));  // not whole groups of eight rows
     }

@@ -3,6 +3,7 @@
 // int32 per block and scale once per block, the same arithmetic the SIMD kernels do, so SIMD and
 // scalar differ only in the order of the f32 block sums.
 #include <cstring>
+#include <utility>
 
 #include "tensor/kernels.h"
 #include "tensor/quant_internal.h"
@@ -199,7 +200,20 @@ float dot_q8_0_rows(int64_t cols, const B* w, int i, const BlockQ8_0S* a) {
     return sum;
 }
 
-// Q4_0 / Q5_0 in G-row groups (16: the AVX-512 layouts, 8: AVX2's): quads 4 G bytes apart.
+// Row i's stored levels of elements j and j + 16 (j < 16) in a 32-element nibble layout's G-row group block
+// (quads 4 G bytes apart; with kFifthBit, Q5_0's / Q5_1's fifth bits added).
+template <int G, bool kFifthBit, typename B>
+std::pair<int, int> group_levels(const B& blk, int i, int j) {
+    const uint8_t q = blk.qs[4 * G * (j / 4) + 4 * i + j % 4];
+    int lo = q & 0xf, hi = q >> 4;
+    if constexpr (kFifthBit) {
+        lo |= group_fifth_bit(blk.qh, i, j) << 4;
+        hi |= group_fifth_bit(blk.qh, i, j + QK / 2) << 4;
+    }
+    return {lo, hi};
+}
+
+// Q4_0 / Q5_0 in G-row groups (16: the AVX-512 layouts, 8: AVX2's).
 template <typename B, int G, bool kFifthBit>
 float dot_q45_0_rows(int64_t cols, const B* w, int i, const BlockQ8_0S* a) {
     constexpr int kOffset = kFifthBit ? 16 : 8;
@@ -207,12 +221,7 @@ float dot_q45_0_rows(int64_t cols, const B* w, int i, const BlockQ8_0S* a) {
     for (int64_t b = 0; b < cols / QK; ++b) {
         int isum = 0;
         for (int j = 0; j < QK / 2; ++j) {
-            const uint8_t q = w[b].qs[4 * G * (j / 4) + 4 * i + j % 4];
-            int lo = q & 0xf, hi = q >> 4;
-            if constexpr (kFifthBit) {
-                lo |= group_fifth_bit(w[b].qh, i, j) << 4;
-                hi |= group_fifth_bit(w[b].qh, i, j + QK / 2) << 4;
-            }
+            const auto [lo, hi] = group_levels<G, kFifthBit>(w[b], i, j);
             isum += (lo - kOffset) * a[b].qs[j] + (hi - kOffset) * a[b].qs[j + QK / 2];
         }
         sum += fp16_to_fp32(w[b].d[i]) * a[b].d * float(isum);
@@ -227,8 +236,8 @@ float dot_iq4_nl_rows(int64_t cols, const B* w, int i, const BlockQ8_0S* a) {
     for (int64_t b = 0; b < cols / QK; ++b) {
         int isum = 0;
         for (int j = 0; j < QK / 2; ++j) {
-            const uint8_t q = w[b].qs[4 * G * (j / 4) + 4 * i + j % 4];
-            isum += kIq4nlValues[q & 0xf] * a[b].qs[j] + kIq4nlValues[q >> 4] * a[b].qs[j + QK / 2];
+            const auto [lo, hi] = group_levels<G, false>(w[b], i, j);
+            isum += kIq4nlValues[lo] * a[b].qs[j] + kIq4nlValues[hi] * a[b].qs[j + QK / 2];
         }
         sum += fp16_to_fp32(w[b].d[i]) * a[b].d * float(isum);
     }
@@ -242,12 +251,7 @@ float dot_q45_1_rows(int64_t cols, const B* w, int i, const BlockQ8_0S* a) {
     for (int64_t b = 0; b < cols / QK; ++b) {
         int isum = 0, asum = 0;
         for (int j = 0; j < QK / 2; ++j) {
-            const uint8_t q = w[b].qs[4 * G * (j / 4) + 4 * i + j % 4];
-            int lo = q & 0xf, hi = q >> 4;
-            if constexpr (kFifthBit) {
-                lo |= group_fifth_bit(w[b].qh, i, j) << 4;
-                hi |= group_fifth_bit(w[b].qh, i, j + QK / 2) << 4;
-            }
+            const auto [lo, hi] = group_levels<G, kFifthBit>(w[b], i, j);
             isum += lo * a[b].qs[j] + hi * a[b].qs[j + QK / 2];
             asum += a[b].qs[j] + a[b].qs[j + QK / 2];
         }

@@ -494,11 +494,10 @@ struct Q5R8 : OffsetDots<true, 3> {
     }
     // 16 added where the fifth bit is set: byte j of register k takes bit j of mask k (the mask's bytes
     // spread with one shuffle, one bit tested per byte).
-    // (Q3_K's high bits add 4: `value`.)
-    static void add_fifth_bits(const uint32_t (&qh)[8], __m256i (&w)[8], int8_t value = 0x10) {
+    static void add_fifth_bits(const uint32_t (&qh)[8], __m256i (&w)[8]) {
         const __m256i spread = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0);
         const __m256i bit = _mm256_set1_epi64x(int64_t(0x8040201008040201));
-        const __m256i sixteen = _mm256_set1_epi8(value);
+        const __m256i sixteen = _mm256_set1_epi8(0x10);
         for (int k = 0; k < 8; ++k) {
             const __m256i m = _mm256_shuffle_epi8(_mm256_set1_epi32(int(qh[k])), spread);
             const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(m, bit), bit);
@@ -745,7 +744,7 @@ void group_q45kr8(int64_t nb, const typename L::Block* wb, const uint8_t* a, siz
 // ---- Q6_K, Q3_K and Q2_K, eight rows interleaved (BlockQ6_KR8, BlockQ3_KR8, BlockQ2_KR8) ------------------
 // Per pair of 16-element sub-blocks: the levels rebuilt into eight registers of quads (Q6_K: 0..63 from
 // Q4_0_R8-style nibbles and a register of top bits per four quads, a shift, an AND and an OR each; Q3_K: 0..7
-// from two-bit fields and a high-bit mask per quad; Q2_K: 0..3); per sub-block four VPMADDUBSW per token
+// from two-bit fields and a plane of high bits per pair; Q2_K: 0..3); per sub-block four VPMADDUBSW per token
 // summed two at a time in int16 (at most 2 x 2 x 63 x 127 = 32,004), VPMADDWD to int32, the rows' scales
 // applied with VPMULLD, and the offset (-32, -4) as -offset * scale * (the activation's 16-element sums)
 // through one VPMADDWD per pair (Q2_K: its mins, times dmin, once per super-block). All in int32 until one
@@ -805,9 +804,19 @@ struct Q3KPairsR8 {
         s.aux[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(w1, 4), m4), top(6));
         return s;
     }
+    // Bit k of each high-bit byte to bit 2 (+4) of register k's level bytes: one shift (16-bit lanes; what
+    // crosses from the neighbouring byte never lands on bit 2) and one AND each.
     static void levels(const Block& B, int P, __m256i (&w)[8]) {
         two_bit_levels_r8(B.p[P].lo, w);
-        Q5R8::add_fifth_bits(B.p[P].hb, w, 0x04);
+        const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(B.p[P].hb)), four = _mm256_set1_epi8(0x04);
+        w[0] = _mm256_or_si256(w[0], _mm256_and_si256(_mm256_slli_epi16(h, 2), four));
+        w[1] = _mm256_or_si256(w[1], _mm256_and_si256(_mm256_slli_epi16(h, 1), four));
+        w[2] = _mm256_or_si256(w[2], _mm256_and_si256(h, four));
+        w[3] = _mm256_or_si256(w[3], _mm256_and_si256(_mm256_srli_epi16(h, 1), four));
+        w[4] = _mm256_or_si256(w[4], _mm256_and_si256(_mm256_srli_epi16(h, 2), four));
+        w[5] = _mm256_or_si256(w[5], _mm256_and_si256(_mm256_srli_epi16(h, 3), four));
+        w[6] = _mm256_or_si256(w[6], _mm256_and_si256(_mm256_srli_epi16(h, 4), four));
+        w[7] = _mm256_or_si256(w[7], _mm256_and_si256(_mm256_srli_epi16(h, 5), four));
     }
     static __m256i pair(const Block&, const Scales& s, int P) {
         const uint32_t o = 2 * uint32_t(P % 2);

@@ -217,8 +217,10 @@ inline int k16_two_bits(const uint8_t (&lo)[2][N], int i, int idx) {
 // row i at sc[w][i] (Q4_K_R16's), and their d.
 struct Q3KR16Pair { uint8_t lo[2][64]; uint8_t hb[8][8]; };
 struct BlockQ3_KR16 { Q3KR16Pair p[8]; uint32_t sc[3][kR16Rows]; uint16_t d[kR16Rows]; };
-// Q3_K for 256-bit registers (the AVX2 kernels): the same with eight rows, 32-bit high-bit masks.
-struct Q3KR8Pair { uint8_t lo[2][32]; uint32_t hb[8]; };
+// Q3_K for 256-bit registers (the AVX2 kernels): the same with eight rows, but the high bits as a byte plane,
+// bit k of hb[4 i + c] for element 4k + c (a shift and an AND a register, where 32-bit masks took five).
+struct Q3KR8Pair { uint8_t lo[2][32]; uint8_t hb[32]; };
+inline int group_fifth_bit(const uint8_t (&hb)[32], int i, int e) { return (hb[4 * i + e % 4] >> (e / 4)) & 1; }
 struct BlockQ3_KR8 { Q3KR8Pair p[8]; uint32_t sc[3][kR8Rows]; uint16_t d[kR8Rows]; };
 // Q2_K: super-block b of sixteen rows, per pair P of 16-element sub-blocks: the levels (0..3) as Q3_K_R16's
 // two-bit fields, then the rows' scale bytes of sub-blocks 2P and 2P + 1 side by side (sc[2 i], sc[2 i + 1]:

@@ -51,6 +51,7 @@ void set_fifth_bit(uint8_t (&qh)[8][8], int i, int e) {
     qh[e / 4][bit / 8] |= uint8_t(1u << (bit % 8));
 }
 void set_fifth_bit(uint32_t (&qh)[8], int i, int e) { qh[e / 4] |= 1u << (4 * i + e % 4); }
+void set_fifth_bit(uint8_t (&hb)[32], int i, int e) { hb[4 * i + e % 4] |= uint8_t(1u << (e / 4)); }  // Q3_K_R8's plane
 
 // Q5_0 or Q5_1 (Src): the nibbles as above, the fifth bits into the group's masks.
 template <int G, typename Src, typename B>

@@ -56,8 +56,6 @@ inline int group_fifth_bit(const uint8_t (&qh)[8][8], int i, int e) {
     return (qh[e / 4][bit / 8] >> (bit % 8)) & 1;
 }
 inline int group_fifth_bit(const uint32_t (&qh)[8], int i, int e) { return int((qh[e / 4] >> (4 * i + e % 4)) & 1); }
-// Row i's fifth bit of element e (0..31) in a repacked Q5_0 block.
-inline int q5r16_high_bit(const BlockQ5_0R16& b, int i, int e) { return group_fifth_bit(b.qh, i, e); }
 // Q4_0 for 256-bit registers (the AVX2 kernels): eight rows' block b, 32-bit lane i of a register = row i,
 // qs[32 k + 4 i + c] = row i's Q4_0 byte 4k + c (k = 0..3: low nibble element 4k + c, high nibble element
 // 16 + 4k + c), then the eight rows' scales.
@@ -101,6 +99,14 @@ inline int q8_0_group_level(const B& b, int i, int e) {
     constexpr int G = int(sizeof(B::qs)) / QK;
     const int q = b.qs[4 * G * (e / 4) + 4 * i + e % 4];
     return std::is_unsigned_v<std::remove_extent_t<decltype(B::qs)>> ? q - 128 : q;
+}
+// Row i of a repacked Q8_0 block, back in the file's layout.
+template <typename B>
+inline BlockQ8_0 q8_0_group_row(const B& b, int i) {
+    BlockQ8_0 r{};
+    r.d = b.d[i];
+    for (int e = 0; e < QK; ++e) r.qs[e] = int8_t(q8_0_group_level(b, i, e));
+    return r;
 }
 // Row i's nibble of sub-block element e (0..31) in a Q4_K_R16 / Q5_K_R16 sub-block's 256 nibble bytes (or,
 // with G = 8, a Q4_K_R8 sub-block's 128).

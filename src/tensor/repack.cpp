@@ -210,24 +210,15 @@ constexpr Packer kPackers[] = {
     {DType::Q2_K, DType::Q2_K_R8, pack_bytes<BlockQ2_K, BlockQ2_KR8, pack_q2_k<kR8Rows>>},
 };
 
-// Row i of a group of repacked K-quant blocks: each block unpacked to the file's layout, then dequantized.
-template <typename P, auto Row>
-void dequantize_k_row(DType file, const uint8_t* group, int i, int64_t cols, float* out) {
+// Row i of a group of a repacked layout P, made from file type `file`: each block back in the file's block F
+// (row), then the file's dequantizer, so a row reads back exactly as the file's does.
+template <typename F, typename P>
+void dequantize_blocks(DType file, F (*row)(const P&, int), const uint8_t* group, int i, int64_t cols, float* out) {
     const auto* blk = reinterpret_cast<const P*>(group);
-    for (int64_t b = 0; b < cols / QK_K; ++b) {
-        const auto r = Row(blk[b], i);
-        dequantize_row_ref(file, &r, out + b * QK_K, QK_K);
-    }
-}
-
-// Row i of a group of a 32-element nibble layout (B, from file type F): each block back in the file's layout
-// (nibble_group_row), then dequantized.
-template <typename F, typename B>
-void dequantize_nibble_row(DType file, const uint8_t* group, int i, int64_t cols, float* out) {
-    const auto* blk = reinterpret_cast<const B*>(group);
-    for (int64_t b = 0; b < cols / QK; ++b) {
-        const F r = nibble_group_row<F>(blk[b], i);
-        dequantize_row_ref(file, &r, out + b * QK, QK);
+    const int64_t n = traits(file).block_elems;
+    for (int64_t b = 0; b < cols / n; ++b) {
+        const F r = row(blk[b], i);
+        dequantize_row_ref(file, &r, out + b * n, n);
     }
 }
 
@@ -375,62 +366,31 @@ namespace {
 
 // Row i of one group of a repacked layout, `cols` wide, as f32.
 void dequantize_group_row(DType t, const uint8_t* group, int i, int64_t cols, float* out) {
-    const int g_rows = interleaved_rows(t);
-    if (t == DType::Q4_K_R16) return dequantize_k_row<BlockQ4_KR16, q4kr16_row>(DType::Q4_K, group, i, cols, out);
-    if (t == DType::Q6_K_R16) return dequantize_k_row<BlockQ6_KR16, q6kr16_row>(DType::Q6_K, group, i, cols, out);
-    if (t == DType::Q3_K_R16) return dequantize_k_row<BlockQ3_KR16, q3kr16_row>(DType::Q3_K, group, i, cols, out);
-    if (t == DType::Q2_K_R16) return dequantize_k_row<BlockQ2_KR16, q2kr16_row>(DType::Q2_K, group, i, cols, out);
-    if (t == DType::Q3_K_R8) return dequantize_k_row<BlockQ3_KR8, q3kr8_row>(DType::Q3_K, group, i, cols, out);
-    if (t == DType::Q2_K_R8) return dequantize_k_row<BlockQ2_KR8, q2kr8_row>(DType::Q2_K, group, i, cols, out);
-    if (t == DType::Q5_K_R16) return dequantize_k_row<BlockQ5_KR16, q5kr16_row>(DType::Q5_K, group, i, cols, out);
-    if (t == DType::Q4_K_R8) return dequantize_k_row<BlockQ4_KR8, q4kr8_row>(DType::Q4_K, group, i, cols, out);
-    if (t == DType::Q5_K_R8) return dequantize_k_row<BlockQ5_KR8, q5kr8_row>(DType::Q5_K, group, i, cols, out);
-    if (t == DType::Q6_K_R8) return dequantize_k_row<BlockQ6_KR8, q6kr8_row>(DType::Q6_K, group, i, cols, out);
-    if (t == DType::IQ4_NL_R16) return dequantize_nibble_row<BlockIQ4_NL, BlockIQ4_NLR16>(DType::IQ4_NL, group, i, cols, out);
-    if (t == DType::Q4_1_R16) return dequantize_nibble_row<BlockQ4_1, BlockQ4_1R16>(DType::Q4_1, group, i, cols, out);
-    if (t == DType::Q5_1_R16) return dequantize_nibble_row<BlockQ5_1, BlockQ5_1R16>(DType::Q5_1, group, i, cols, out);
-    if (t == DType::IQ4_NL_R8) return dequantize_nibble_row<BlockIQ4_NL, BlockIQ4_NLR8>(DType::IQ4_NL, group, i, cols, out);
-    if (t == DType::Q4_1_R8) return dequantize_nibble_row<BlockQ4_1, BlockQ4_1R8>(DType::Q4_1, group, i, cols, out);
-    if (t == DType::Q5_1_R8) return dequantize_nibble_row<BlockQ5_1, BlockQ5_1R8>(DType::Q5_1, group, i, cols, out);
-    const int64_t nb = cols / QK;
-    for (int64_t b = 0; b < nb; ++b) {
-        float* y = out + b * QK;
-        auto q8_0 = [&](const auto& blk) {
-            const float d = fp16_to_fp32(blk.d[i]);
-            for (int e = 0; e < QK; ++e) y[e] = d * float(q8_0_group_level(blk, i, e));
-        };
-        if (t == DType::Q8_0_R16) {
-            q8_0(reinterpret_cast<const BlockQ8_0R16*>(group)[b]);
-        } else if (t == DType::Q8_0_R8) {
-            q8_0(reinterpret_cast<const BlockQ8_0R8*>(group)[b]);
-        } else if (t == DType::Q4_0_R16 || t == DType::Q4_0_R8) {
-            // Sixteen rows' quads 64 bytes apart, eight rows' 32.
-            const bool r8 = t == DType::Q4_0_R8;
-            const uint8_t* qs = r8 ? reinterpret_cast<const BlockQ4_0R8*>(group)[b].qs : reinterpret_cast<const BlockQ4_0R16*>(group)[b].qs;
-            const float d = fp16_to_fp32(r8 ? reinterpret_cast<const BlockQ4_0R8*>(group)[b].d[i]
-                                            : reinterpret_cast<const BlockQ4_0R16*>(group)[b].d[i]);
-            for (int j = 0; j < QK / 2; ++j) {
-                const uint8_t q = qs[4 * g_rows * (j / 4) + 4 * i + j % 4];
-                y[j] = d * float((q & 0xf) - 8);
-                y[QK / 2 + j] = d * float((q >> 4) - 8);
-            }
-        } else if (t == DType::Q5_0_R8) {
-            const auto& blk = reinterpret_cast<const BlockQ5_0R8*>(group)[b];
-            const float d = fp16_to_fp32(blk.d[i]);
-            for (int e = 0; e < QK; ++e) {
-                const uint8_t q = blk.qs[32 * ((e % 16) / 4) + 4 * i + e % 4];
-                const int fifth = (blk.qh[e / 4] >> (4 * i + e % 4)) & 1;
-                y[e] = d * float(((e < 16 ? q & 0xf : q >> 4) | (fifth << 4)) - 16);
-            }
-        } else {
-            const auto& blk = reinterpret_cast<const BlockQ5_0R16*>(group)[b];
-            const float d = fp16_to_fp32(blk.d[i]);
-            for (int j = 0; j < QK / 2; ++j) {
-                const uint8_t q = blk.qs[64 * (j / 4) + 4 * i + j % 4];
-                y[j] = d * float(((q & 0xf) | (q5r16_high_bit(blk, i, j) << 4)) - 16);
-                y[QK / 2 + j] = d * float(((q >> 4) | (q5r16_high_bit(blk, i, j + QK / 2) << 4)) - 16);
-            }
-        }
+    const auto from = [&](DType file, auto row) { dequantize_blocks(file, row, group, i, cols, out); };
+    switch (t) {
+        case DType::Q8_0_R16: return from(DType::Q8_0, q8_0_group_row<BlockQ8_0R16>);
+        case DType::Q8_0_R8: return from(DType::Q8_0, q8_0_group_row<BlockQ8_0R8>);
+        case DType::Q4_0_R16: return from(DType::Q4_0, nibble_group_row<BlockQ4_0, BlockQ4_0R16>);
+        case DType::Q4_0_R8: return from(DType::Q4_0, nibble_group_row<BlockQ4_0, BlockQ4_0R8>);
+        case DType::Q5_0_R16: return from(DType::Q5_0, nibble_group_row<BlockQ5_0, BlockQ5_0R16>);
+        case DType::Q5_0_R8: return from(DType::Q5_0, nibble_group_row<BlockQ5_0, BlockQ5_0R8>);
+        case DType::IQ4_NL_R16: return from(DType::IQ4_NL, nibble_group_row<BlockIQ4_NL, BlockIQ4_NLR16>);
+        case DType::IQ4_NL_R8: return from(DType::IQ4_NL, nibble_group_row<BlockIQ4_NL, BlockIQ4_NLR8>);
+        case DType::Q4_1_R16: return from(DType::Q4_1, nibble_group_row<BlockQ4_1, BlockQ4_1R16>);
+        case DType::Q4_1_R8: return from(DType::Q4_1, nibble_group_row<BlockQ4_1, BlockQ4_1R8>);
+        case DType::Q5_1_R16: return from(DType::Q5_1, nibble_group_row<BlockQ5_1, BlockQ5_1R16>);
+        case DType::Q5_1_R8: return from(DType::Q5_1, nibble_group_row<BlockQ5_1, BlockQ5_1R8>);
+        case DType::Q4_K_R16: return from(DType::Q4_K, q4kr16_row);
+        case DType::Q4_K_R8: return from(DType::Q4_K, q4kr8_row);
+        case DType::Q5_K_R16: return from(DType::Q5_K, q5kr16_row);
+        case DType::Q5_K_R8: return from(DType::Q5_K, q5kr8_row);
+        case DType::Q6_K_R16: return from(DType::Q6_K, q6kr16_row);
+        case DType::Q6_K_R8: return from(DType::Q6_K, q6kr8_row);
+        case DType::Q3_K_R16: return from(DType::Q3_K, q3kr16_row);
+        case DType::Q3_K_R8: return from(DType::Q3_K, q3kr8_row);
+        case DType::Q2_K_R16: return from(DType::Q2_K, q2kr16_row);
+        case DType::Q2_K_R8: return from(DType::Q2_K, q2kr8_row);
+        default: fail("dequantize: ", dtype_name(t), " is not an interleaved layout");
     }
 }
 

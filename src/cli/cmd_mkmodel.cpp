@@ -80,7 +80,7 @@ void register_mkmodel(CLI::App& app) {
     cmd->add_option("--marker", a->marker, "With --then: one token's text (e.g. _response, which Qwen's <tool_response> holds)")
         ->needs(then);
     then->needs(script);
-    cmd->add_option("--type", a->type, "Weight type: q8_0, q6_k, q5_k, q5_1, q5_0, q4_k, q4_1, q4_0, iq4_nl, q3_k, q2_k, f16, bf16, f32")
+    cmd->add_option("--type", a->type, "Weight type: q8_0, q6_k, q5_k, q5_1, q5_0, q4_k, q4_1, q4_0, iq4_xs, iq4_nl, q3_k, q2_k, f16, bf16, f32")
         ->capture_default_str();
     cmd->add_option("-o,--output", a->out, "Output GGUF file")->required();
     cmd->add_option("--seed", a->seed, "Random seed")->capture_default_str();

@@ -51,11 +51,11 @@ void register_quantize(CLI::App& app) {
         "quantize",
         "Convert a GGUF file's F32/F16/BF16 weights to TYPE. 1-D tensors (norms, biases) stay F32; tensors "
         "whose rows do not fit TYPE's block size fall back when rows are a multiple of 32 (q4_k: q5_0, q5_k: q5_1, "
-        "q6_k: q8_0, q3_k and q2_k: iq4_nl), "
+        "q6_k: q8_0, iq4_xs, q3_k and q2_k: iq4_nl), "
         "else f16, with a note.");
     cmd->add_option("input", a->in, "Source GGUF file")->required();
     cmd->add_option("output", a->out, "Destination GGUF file")->required();
-    cmd->add_option("type", a->type, "q8_0, q6_k, q5_k, q5_1, q5_0, q4_k, q4_1, q4_0, iq4_nl, q3_k, q2_k, f16, bf16 or f32")->required();
+    cmd->add_option("type", a->type, "q8_0, q6_k, q5_k, q5_1, q5_0, q4_k, q4_1, q4_0, iq4_xs, iq4_nl, q3_k, q2_k, f16, bf16 or f32")->required();
     cmd->add_option("-t,--threads", a->threads, "Worker threads (0: all cores)");
     cmd->add_flag("-q,--quiet", a->quiet, "No progress line");
     cmd->callback([a] { quantize(*a); });

@@ -81,7 +81,7 @@ void parallel_ranges(int64_t n, int threads, const std::function<void(int64_t, i
 std::vector<DType> quantize_targets() {
     std::vector<DType> out;
     for (DType t : {DType::Q8_0, DType::Q6_K, DType::Q5_K, DType::Q5_1, DType::Q5_0, DType::Q4_K, DType::Q4_1,
-                    DType::Q4_0, DType::IQ4_NL, DType::Q3_K, DType::Q2_K, DType::F16, DType::BF16, DType::F32})
+                    DType::Q4_0, DType::IQ4_XS, DType::IQ4_NL, DType::Q3_K, DType::Q2_K, DType::F16, DType::BF16, DType::F32})
         if (can_quantize(t)) out.push_back(t);
     return out;
 }
@@ -97,6 +97,7 @@ uint32_t llama_file_type(DType t) {
         case DType::Q5_1: return 9;   // MOSTLY_Q5_1
         case DType::Q2_K: return 10;  // MOSTLY_Q2_K
         case DType::IQ4_NL: return 25;  // MOSTLY_IQ4_NL
+        case DType::IQ4_XS: return 30;  // MOSTLY_IQ4_XS
         case DType::Q3_K: return 11;  // MOSTLY_Q3_K_S: Q3_K throughout (the _M and _L mixes keep some tensors wider)
         case DType::Q4_K: return 15;  // MOSTLY_Q4_K_M: the usual name for a mostly-Q4_K file
         case DType::Q5_K: return 17;  // MOSTLY_Q5_K_M

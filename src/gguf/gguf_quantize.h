@@ -6,7 +6,7 @@
 //  - every other tensor, the token embedding included, becomes the target type;
 //  - a tensor whose rows are not a multiple of the target's block size falls back, with a note, to a
 //    32-block type of similar size when its rows are a multiple of 32 (Q4_K → Q5_0, Q5_K → Q5_1, Q6_K → Q8_0,
-//    Q2_K, Q3_K → IQ4_NL, as llama.cpp does), else to F16 (BF16 kept as is);
+//    Q2_K, Q3_K, IQ4_XS → IQ4_NL, as llama.cpp does), else to F16 (BF16 kept as is);
 //  - metadata is copied; general.file_type is set to llama.cpp's LLAMA_FTYPE for the target, and
 //    general.quantization_version to 2 for block types.
 // Conversion is streamed tensor by tensor (in chunks of rows across threads), so memory stays small.

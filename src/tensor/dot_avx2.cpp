@@ -741,6 +741,49 @@ void group_q45kr8(int64_t nb, const typename L::Block* wb, const uint8_t* a, siz
     for (int t = 0; t < T; ++t) _mm256_storeu_ps(y + t * ldy, acc[t]);
 }
 
+// ---- IQ4_XS, eight rows interleaved (BlockIQ4_XSR8) ----------------------------------------------------
+// Per 32-element sub-block j: IQ4_NL_R8's signed levels from its table, each quad meeting the activation as
+// Q8_0_R8's do (q8r8_quad: |w| against a with w's signs, no offset), VPMULLD applies the rows' scales less 32
+// and the sub-blocks add up exactly in int32, as the file's scalar reference sums. The scales are unpacked
+// once per super-block into two registers of four bytes a lane, as dot_r16_avx512.cpp's group_iq4xs does.
+template <int T>
+void group_iq4xsr8(int64_t nb, const BlockIQ4_XSR8* wb, const uint8_t* a, size_t as, float* y, int64_t ldy) {
+    const BlockQ8_K* at[T];
+    for (int t = 0; t < T; ++t) at[t] = reinterpret_cast<const BlockQ8_K*>(a + size_t(t) * as);
+    __m256 acc[T];
+    for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+    const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues)));
+    const __m256i lo8 = _mm256_set1_epi32(0xff), s32 = _mm256_set1_epi32(32);
+    for (int64_t b = 0; b < nb; ++b) {
+        const BlockIQ4_XSR8& B = wb[b];
+        prefetch_stream(&B, sizeof(B));
+        const __m256i sa = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(B.sa));
+        const __m256i sbw = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(B.sb)));
+        const __m256i sc[2] = {
+            _mm256_and_si256(sa, _mm256_set1_epi8(0x3f)),
+            _mm256_or_si256(_mm256_and_si256(_mm256_or_si256(sbw, _mm256_slli_epi16(sbw, 4)), _mm256_set1_epi8(0x0f)),
+                            _mm256_and_si256(_mm256_srli_epi32(sa, 2), _mm256_set1_epi8(0x30)))};
+        __m256i qsum[T];
+        for (int t = 0; t < T; ++t) qsum[t] = _mm256_setzero_si256();
+        for (int j = 0; j < 8; ++j) {
+            __m256i w[8];
+            Q4R8::load_nibbles(B.qs[j], w);
+            for (int k = 0; k < 8; ++k) w[k] = _mm256_shuffle_epi8(table, w[k]);
+            const __m256i scj = _mm256_sub_epi32(_mm256_and_si256(_mm256_srli_epi32(sc[j / 4], 8 * (j % 4)), lo8), s32);
+            for (int t = 0; t < T; ++t) {
+                const int8_t* aq = at[t][b].qs + 32 * j;
+                __m256i isum = _mm256_setzero_si256();
+                for (int k = 0; k < 8; ++k) isum = q8r8_quad(isum, w[k], _mm256_abs_epi8(w[k]), aq + 4 * k);
+                qsum[t] = _mm256_add_epi32(qsum[t], _mm256_mullo_epi32(isum, scj));
+            }
+        }
+        const __m256 dr = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(B.d)));
+        for (int t = 0; t < T; ++t)
+            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(qsum[t]), _mm256_mul_ps(dr, _mm256_set1_ps(at[t][b].d)), acc[t]);
+    }
+    for (int t = 0; t < T; ++t) _mm256_storeu_ps(y + t * ldy, acc[t]);
+}
+
 // ---- Q6_K, Q3_K and Q2_K, eight rows interleaved (BlockQ6_KR8, BlockQ3_KR8, BlockQ2_KR8) ------------------
 // Per pair of 16-element sub-blocks: the levels rebuilt into eight registers of quads (Q6_K: 0..63 from
 // Q4_0_R8-style nibbles and a register of top bits per four quads, a shift, an AND and an OR each; Q3_K: 0..7
@@ -907,7 +950,7 @@ void group_k16_pairs_r8(int64_t nb, const typename U::Block* wb, const uint8_t* 
 }
 
 // The eight-row group kernels as tile_groups (tensor/tile_groups.h) wants them. Tokens a pass: 9 for the
-// 4- and 5-bit 32-element layouts, 6 for Q8_0_R8, Q4_K and Q5_K, 2 for Q6_K. Only ~3 (2) accumulators fit
+// 4- and 5-bit 32-element layouts, 6 for Q8_0_R8, Q4_K, Q5_K and IQ4_XS, 2 for Q6_K. Only ~3 (2) accumulators fit
 // the sixteen ymm registers beside the eight weight registers, and the rest live on the stack, but one
 // token's spill and reload per block costs less than another pass that re-streams and re-unpacks the
 // weights: one thread, 8192x4864 (kernels_bench Cpu1TLayouts, two alternating rounds), 3 -> 9 tokens: Q4_0
@@ -926,6 +969,12 @@ struct KR8 {
     template <int T>
     struct K {
         static constexpr auto run = group_q45kr8<L, T>;
+    };
+};
+struct IQ4XSR8 {
+    template <int T>
+    struct K {
+        static constexpr auto run = group_iq4xsr8<T>;
     };
 };
 template <typename U>
@@ -1031,9 +1080,11 @@ void fill_avx2(KernelSet& k) {
     k.repack[id(DType::Q5_1)] = DType::Q5_1_R8;
     k.tile[id(DType::Q4_K_R8)] = tile_groups<kR8Rows, BlockQ4_KR8, KR8<Q4KR8>::K, 6, QK_K>;
     k.tile[id(DType::Q5_K_R8)] = tile_groups<kR8Rows, BlockQ5_KR8, KR8<Q5KR8>::K, 6, QK_K>;
-    for (DType t : {DType::Q4_K_R8, DType::Q5_K_R8}) k.stream_tokens[id(t)] = 255;
+    k.tile[id(DType::IQ4_XS_R8)] = tile_groups<kR8Rows, BlockIQ4_XSR8, IQ4XSR8::K, 6, QK_K>;
+    for (DType t : {DType::Q4_K_R8, DType::Q5_K_R8, DType::IQ4_XS_R8}) k.stream_tokens[id(t)] = 255;
     k.repack[id(DType::Q4_K)] = DType::Q4_K_R8;
     k.repack[id(DType::Q5_K)] = DType::Q5_K_R8;
+    k.repack[id(DType::IQ4_XS)] = DType::IQ4_XS_R8;
     k.tile[id(DType::Q6_K_R8)] = tile_groups<kR8Rows, BlockQ6_KR8, K16PairsR8<Q6KPairsR8>::K, 2, QK_K>;
     k.tile[id(DType::Q3_K_R8)] = tile_groups<kR8Rows, BlockQ3_KR8, K16PairsR8<Q3KPairsR8>::K, 2, QK_K>;
     k.tile[id(DType::Q2_K_R8)] = tile_groups<kR8Rows, BlockQ2_KR8, K16PairsR8<Q2KPairsR8>::K, 2, QK_K>;

@@ -317,6 +317,72 @@ void group_q45k(int64_t nb, const typename L::Block* wb, const uint8_t* a, size_
     for (int t = 0; t < T; ++t) _mm512_storeu_ps(y + t * ldy, acc[t]);
 }
 
+// ---- IQ4_XS, sixteen rows ----------------------------------------------------------------------------
+// Per 32-element sub-block j: IQ4_NL_R16's nibbles looked up in its table (levels + 128, unsigned) and eight
+// VPDPBUSD give the sixteen rows' dots, VPMULLD applies the rows' scales less 32 and the sub-blocks add up in
+// int32; the +128 comes off once per super-block, 128 * sum_j (s_j - 32) * (the activation's 32-element sum),
+// through four VPDPWSSD, as Q4_K's mins. Exact: |sum| < 8 * 32 * 32 * 241 * 127 < 2^31. One convert and one
+// FMA per token and super-block.
+template <int T>
+void group_iq4xs(int64_t nb, const BlockIQ4_XSR16* wb, const uint8_t* a, size_t as, float* y, int64_t ldy) {
+    const BlockQ8_K* at[T];
+    for (int t = 0; t < T; ++t) at[t] = reinterpret_cast<const BlockQ8_K*>(a + size_t(t) * as);
+    __m512 acc[T];
+    for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+    const __m128i values = _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues));
+    const __m512i table = _mm512_broadcast_i32x4(_mm_xor_si128(values, _mm_set1_epi8(int8_t(0x80))));
+    const __m512i lo6 = _mm512_set1_epi8(0x3f), lo4 = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30);
+    const __m512i s32 = _mm512_set1_epi32(32);
+    for (int64_t b = 0; b < nb; ++b) {
+        const BlockIQ4_XSR16& B = wb[b];
+        prefetch_stream(&B, sizeof(B));  // as group_q45k
+        // The eight scales of every row, four bytes a lane: sa's low six bits (scales 0..3), and sb's nibbles
+        // spread one to a byte (each 16-bit word x of its two nibbles: (x | x << 4) & 0x0f0f) with sa's top
+        // two bits above them (scales 4..7).
+        const __m512i sa = _mm512_loadu_si512(B.sa);
+        const __m512i sbw = _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(B.sb)));
+        const __m512i s03 = _mm512_and_si512(sa, lo6);
+        const __m512i s47 = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_or_si512(sbw, _mm512_slli_epi16(sbw, 4)), lo4),
+                                                      _mm512_srli_epi32(sa, 2), m30, 0xF8);
+        __m512i qsum[T];
+        for (int t = 0; t < T; ++t) qsum[t] = _mm512_setzero_si512();
+        for (int j = 0; j < 8; ++j) {
+            __m512i w[8];
+            Q4R16::load_nibbles(B.qs[j], w);
+            for (int k = 0; k < 8; ++k) w[k] = _mm512_shuffle_epi8(table, w[k]);
+            const __m512i scj = _mm512_sub_epi32(_mm512_shuffle_epi8(j < 4 ? s03 : s47, pick_byte(j % 4)), s32);
+#pragma GCC unroll 8
+            for (int t = 0; t < T; ++t) {
+                const int8_t* aq = at[t][b].qs + 32 * j;
+                __m512i i0 = _mm512_setzero_si512(), i1 = _mm512_setzero_si512();
+                for (int k = 0; k < 8; k += 2) {
+                    i0 = dpbusd_quad(i0, w[k], aq, k);
+                    i1 = dpbusd_quad(i1, w[k + 1], aq, k + 1);
+                }
+                qsum[t] = _mm512_add_epi32(qsum[t], _mm512_mullo_epi32(_mm512_add_epi32(i0, i1), scj));
+            }
+        }
+        // Sub-blocks 2q, 2q + 1: their scales less 32 as an int16 pair.
+        const __m512i mp[4] = {_mm512_sub_epi16(_mm512_shuffle_epi8(s03, pick_pair(0)), _mm512_set1_epi16(32)),
+                               _mm512_sub_epi16(_mm512_shuffle_epi8(s03, pick_pair(2)), _mm512_set1_epi16(32)),
+                               _mm512_sub_epi16(_mm512_shuffle_epi8(s47, pick_pair(0)), _mm512_set1_epi16(32)),
+                               _mm512_sub_epi16(_mm512_shuffle_epi8(s47, pick_pair(2)), _mm512_set1_epi16(32))};
+        const __m512 dr = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(B.d)));
+        for (int t = 0; t < T; ++t) {
+            const BlockQ8_K& ab = at[t][b];
+            __m512i msum = _mm512_setzero_si512();
+            for (int q = 0; q < 4; ++q) {
+                const int s0 = ab.bsums[4 * q] + ab.bsums[4 * q + 1], s1 = ab.bsums[4 * q + 2] + ab.bsums[4 * q + 3];
+                const int pair = int(uint32_t(uint16_t(int16_t(s0))) | (uint32_t(uint16_t(int16_t(s1))) << 16));
+                msum = _mm512_dpwssd_epi32(msum, mp[q], _mm512_set1_epi32(pair));
+            }
+            const __m512i isum = _mm512_sub_epi32(qsum[t], _mm512_slli_epi32(msum, 7));
+            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dr, _mm512_set1_ps(ab.d)), acc[t]);
+        }
+    }
+    for (int t = 0; t < T; ++t) _mm512_storeu_ps(y + t * ldy, acc[t]);
+}
+
 // ---- Q6_K and Q3_K, sixteen rows ------------------------------------------------------------------------
 // Per pair of 16-element sub-blocks: the levels rebuilt into eight registers of quads (Q6_K: 0..63 from
 // Q4_0_R16-style nibbles and a register of top bits per four quads, one shift and one VPTERNLOGD each; Q3_K:
@@ -498,6 +564,12 @@ struct Q45K {
         static constexpr auto run = group_q45k<L, T>;
     };
 };
+struct IQ4XS {
+    template <int T>
+    struct K {
+        static constexpr auto run = group_iq4xs<T>;
+    };
+};
 template <typename U>
 struct K16Pairs {
     template <int T>
@@ -536,8 +608,9 @@ void fill_avx512_r16(KernelSet& k) {
     k.tile[id(DType::Q6_K_R16)] = tile_groups<kR16Rows, BlockQ6_KR16, K16Pairs<Q6KPairs>::K, kMaxTokensK, QK_K>;
     k.tile[id(DType::Q3_K_R16)] = tile_groups<kR16Rows, BlockQ3_KR16, K16Pairs<Q3KPairs>::K, kMaxTokensK, QK_K>;
     k.tile[id(DType::Q2_K_R16)] = tile_groups<kR16Rows, BlockQ2_KR16, K16Pairs<Q2KPairs>::K, kMaxTokensK, QK_K>;
+    k.tile[id(DType::IQ4_XS_R16)] = tile_groups<kR16Rows, BlockIQ4_XSR16, IQ4XS::K, kMaxTokensK, QK_K>;
     for (DType t : {DType::Q8_0_R16, DType::Q4_0_R16, DType::Q5_0_R16, DType::Q4_K_R16, DType::Q5_K_R16, DType::Q6_K_R16,
-                    DType::IQ4_NL_R16, DType::Q4_1_R16, DType::Q5_1_R16, DType::Q3_K_R16, DType::Q2_K_R16})
+                    DType::IQ4_NL_R16, DType::Q4_1_R16, DType::Q5_1_R16, DType::Q3_K_R16, DType::Q2_K_R16, DType::IQ4_XS_R16})
         k.stream_tokens[id(t)] = 255;  // every token count: tiles of one group (kDecodeRows = 16 rows)
     k.repack[id(DType::Q8_0)] = DType::Q8_0_R16;
     k.repack[id(DType::Q4_0)] = DType::Q4_0_R16;
@@ -550,6 +623,7 @@ void fill_avx512_r16(KernelSet& k) {
     k.repack[id(DType::Q5_1)] = DType::Q5_1_R16;
     k.repack[id(DType::Q3_K)] = DType::Q3_K_R16;
     k.repack[id(DType::Q2_K)] = DType::Q2_K_R16;
+    k.repack[id(DType::IQ4_XS)] = DType::IQ4_XS_R16;
 }
 
 }  // namespace flint::detail

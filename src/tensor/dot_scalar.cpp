@@ -81,6 +81,24 @@ float dot_iq4_nl(int64_t cols, const BlockIQ4_NL* w, const BlockQ8_0* a) {
     return sum;
 }
 
+// IQ4_XS: IQ4_NL's levels, x = d*(s_j - 32)*level per 32-element sub-block j, summed exactly in int32.
+float dot_iq4_xs(int64_t cols, const BlockIQ4_XS* w, const BlockQ8_K* a) {
+    float sum = 0;
+    for (int64_t b = 0; b < cols / QK_K; ++b) {
+        int qsum = 0;
+        for (int j = 0; j < 8; ++j) {
+            const uint8_t* qs = w[b].qs + 16 * j;
+            const int8_t* q8 = a[b].qs + QK * j;
+            int isum = 0;
+            for (int e = 0; e < QK / 2; ++e)
+                isum += kIq4nlValues[qs[e] & 0xf] * q8[e] + kIq4nlValues[qs[e] >> 4] * q8[e + QK / 2];
+            qsum += (iq4xs_scale(w[b], j) - 32) * isum;
+        }
+        sum += a[b].d * fp16_to_fp32(w[b].d) * float(qsum);
+    }
+    return sum;
+}
+
 // Q2_K: x = d*sc_s*q - dmin*m_s per 16-element sub-block s; the mins meet Q8_K's per-16 sums (bsums).
 float dot_q2_k(int64_t cols, const BlockQ2_K* w, const BlockQ8_K* a) {
     float sum = 0;
@@ -292,6 +310,7 @@ DType activation_type(DType w) {
             return DType::Q8_0;
         case DType::Q2_K: case DType::Q3_K: case DType::Q4_K: case DType::Q5_K: case DType::Q6_K: case DType::Q4_K_R16: case DType::Q5_K_R16:
         case DType::Q3_K_R16: case DType::Q2_K_R16: case DType::Q3_K_R8: case DType::Q2_K_R8:
+        case DType::IQ4_XS: case DType::IQ4_XS_R16: case DType::IQ4_XS_R8:
         case DType::Q6_K_R16: case DType::Q4_K_R8: case DType::Q5_K_R8: case DType::Q6_K_R8:
             return DType::Q8_K;
         case DType::Q8_0_R16: case DType::Q4_0_R16: case DType::Q5_0_R16: case DType::Q8_0_R8: case DType::Q4_0_R8:
@@ -340,6 +359,11 @@ void fill_scalar(KernelSet& k) {
     k.tile[id(DType::Q2_K_R16)] = tile_scalar_r16<BlockQ2_KR16, BlockQ8_K, dot_kr16<BlockQ2_KR16, BlockQ2_K, q2kr16_row, dot_q2_k>>;
     k.tile[id(DType::Q3_K_R8)] = tile_scalar_r16<BlockQ3_KR8, BlockQ8_K, dot_kr16<BlockQ3_KR8, BlockQ3_K, q3kr8_row, dot_q3_k>, kR8Rows>;
     k.tile[id(DType::Q2_K_R8)] = tile_scalar_r16<BlockQ2_KR8, BlockQ8_K, dot_kr16<BlockQ2_KR8, BlockQ2_K, q2kr8_row, dot_q2_k>, kR8Rows>;
+    k.tile[id(DType::IQ4_XS)] = tile_scalar<BlockIQ4_XS, BlockQ8_K, dot_iq4_xs>;
+    k.tile[id(DType::IQ4_XS_R16)] =
+        tile_scalar_r16<BlockIQ4_XSR16, BlockQ8_K, dot_kr16<BlockIQ4_XSR16, BlockIQ4_XS, iq4xsr16_row, dot_iq4_xs>>;
+    k.tile[id(DType::IQ4_XS_R8)] =
+        tile_scalar_r16<BlockIQ4_XSR8, BlockQ8_K, dot_kr16<BlockIQ4_XSR8, BlockIQ4_XS, iq4xsr8_row, dot_iq4_xs>, kR8Rows>;
     k.quantize_q8_0 = quantize_q8_0;
     k.quantize_q8_k = quantize_q8_k;
     k.quantize_q8_0s = quantize_q8_0s;

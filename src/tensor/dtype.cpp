@@ -22,7 +22,7 @@ constexpr std::array kTypes = {
     Entry{DType::Q2_K, {"q2_k", 256, 84}},   Entry{DType::Q3_K, {"q3_k", 256, 110}},
     Entry{DType::Q4_K, {"q4_k", 256, 144}},  Entry{DType::Q5_K, {"q5_k", 256, 176}},
     Entry{DType::Q6_K, {"q6_k", 256, 210}},  Entry{DType::Q8_K, {"q8_k", 256, 292}},
-    Entry{DType::IQ4_NL, {"iq4_nl", 32, 18}},
+    Entry{DType::IQ4_NL, {"iq4_nl", 32, 18}}, Entry{DType::IQ4_XS, {"iq4_xs", 256, 136}},
     Entry{DType::I8, {"i8", 1, 1}},          Entry{DType::I16, {"i16", 1, 2}},
     Entry{DType::I32, {"i32", 1, 4}},        Entry{DType::I64, {"i64", 1, 8}},
     Entry{DType::F64, {"f64", 1, 8}},        Entry{DType::BF16, {"bf16", 1, 2}},
@@ -37,6 +37,7 @@ constexpr std::array kTypes = {
     Entry{DType::Q4_1_R8, {"q4_1_r8", 32, 20}}, Entry{DType::Q5_1_R8, {"q5_1_r8", 32, 24}},
     Entry{DType::Q3_K_R16, {"q3_k_r16", 256, 110}}, Entry{DType::Q2_K_R16, {"q2_k_r16", 256, 84}},
     Entry{DType::Q3_K_R8, {"q3_k_r8", 256, 110}}, Entry{DType::Q2_K_R8, {"q2_k_r8", 256, 84}},
+    Entry{DType::IQ4_XS_R16, {"iq4_xs_r16", 256, 136}}, Entry{DType::IQ4_XS_R8, {"iq4_xs_r8", 256, 136}},
     Entry{DType::Q8_0_S, {"q8_0_s", 32, 40}},
 };
 

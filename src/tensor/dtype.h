@@ -24,6 +24,7 @@ enum class DType : uint32_t {
     Q6_K = 14,
     Q8_K = 15,
     IQ4_NL = 20,  // 32-element blocks of 4-bit indices into a fixed non-linear table (quant.h kIq4nlValues)
+    IQ4_XS = 23,  // IQ4_NL's indices in 256-element super-blocks, a 6-bit scale per 32 elements (BlockIQ4_XS)
     I8 = 24,
     I16 = 25,
     I32 = 26,
@@ -55,6 +56,8 @@ enum class DType : uint32_t {
     Q2_K_R16 = 120,    // Q2_K rows repacked sixteen at a time (BlockQ2_KR16)
     Q3_K_R8 = 121,     // Q3_K rows repacked eight at a time for the AVX2 kernels (BlockQ3_KR8)
     Q2_K_R8 = 122,     // Q2_K rows repacked eight at a time for the AVX2 kernels (BlockQ2_KR8)
+    IQ4_XS_R16 = 123,  // IQ4_XS rows repacked sixteen at a time (BlockIQ4_XSR16)
+    IQ4_XS_R8 = 124,   // IQ4_XS rows repacked eight at a time for the AVX2 kernels (BlockIQ4_XSR8)
 };
 // Every id is below this (the kernel tables are indexed by id up to it).
 constexpr uint32_t kMaxDTypeId = 128;

@@ -55,7 +55,7 @@ struct KernelSet {
 };
 
 // The format activations are converted to before dotting with weights of type w:
-// Q8_0 for Q4_0/Q4_1/Q5_0/Q5_1/Q8_0/IQ4_NL, Q8_K for the K-quants, Q8_0S for the 32-element interleaved layouts (the
+// Q8_0 for Q4_0/Q4_1/Q5_0/Q5_1/Q8_0/IQ4_NL, Q8_K for the K-quants and IQ4_XS, Q8_0S for the 32-element interleaved layouts (the
 // _R16 and _R8 layouts of Q8_0, Q4_0, Q5_0, IQ4_NL, Q4_1 and Q5_1), F32 (no conversion) for F32/F16/BF16.
 DType activation_type(DType w);
 

@@ -38,6 +38,17 @@ struct BlockQ2_K { uint8_t scales[QK_K / 16]; uint8_t qs[QK_K / 4]; uint16_t d; 
 // bytes (q3k_scale), q = 0..3 placed in qs as Q2_K's levels, the high bit of element 128 h + 32 k + l bit 4 h + k
 // of hmask[l].
 struct BlockQ3_K { uint8_t hmask[QK_K / 8]; uint8_t qs[QK_K / 4]; uint8_t scales[12]; uint16_t d; };
+// IQ4_XS: eight 32-element sub-blocks of IQ4_NL's indices (sub-block j in qs[16 j .. 16 j + 15] as one IQ4_NL
+// block's), x = d * (s_j - 32) * kIq4nlValues[index], s_j a 6-bit scale: its low four bits nibble j % 2 of
+// scales_l[j / 2], its top two bits 2 j, 2 j + 1 of scales_h (iq4xs_scale).
+struct BlockIQ4_XS { uint16_t d; uint16_t scales_h; uint8_t scales_l[QK_K / 64]; uint8_t qs[QK_K / 2]; };
+inline int iq4xs_scale(const BlockIQ4_XS& b, int j) {
+    return ((b.scales_l[j / 2] >> (4 * (j % 2))) & 0xf) | (((b.scales_h >> (2 * j)) & 3) << 4);
+}
+inline void iq4xs_set_scale(BlockIQ4_XS& b, int j, int s) {  // the block's bits for j start cleared
+    b.scales_l[j / 2] |= uint8_t((s & 0xf) << (4 * (j % 2)));
+    b.scales_h |= uint16_t((s >> 4) << (2 * j));
+}
 struct BlockQ8_K { float d; int8_t qs[QK_K]; int16_t bsums[QK_K / 16]; };  // activations for K-quant dots
 // Sixteen rows' block b side by side (tensor/repack.h), in 4-element quads so that 32-bit lane i of a
 // 512-bit register holds row i: qs[64 k + 4 i + j] is row i's element 4k + j (Q8_0, k = 0..7, made
@@ -272,6 +283,34 @@ inline BlockQ3_K q3k_group_row(const B& b, int i) {
 }
 inline BlockQ3_K q3kr16_row(const BlockQ3_KR16& b, int i) { return q3k_group_row(b, i); }
 inline BlockQ3_K q3kr8_row(const BlockQ3_KR8& b, int i) { return q3k_group_row(b, i); }
+// IQ4_XS: super-block b of G rows (sixteen, or eight for the AVX2 kernels). Sub-block j's indices as Q4_0_R16's /
+// Q4_0_R8's nibbles (qs[j][4 G k + 4 i + c]: row i's elements 4k + c, low nibble, and 16 + 4k + c, high); then
+// the rows' eight 6-bit scales in six bytes, arranged as Q4_K_R16 keeps its scales so that two registers of
+// four bytes a lane hold all eight: sa[i] byte q = scale q (q < 4) in bits 0..5 and the top two bits of scale
+// q + 4 in bits 6, 7; sb[i] nibble q = the low four bits of scale q + 4; then the rows' d.
+template <int G>
+struct BlockIQ4_XSG { uint8_t qs[8][G * QK / 2]; uint32_t sa[G]; uint16_t sb[G]; uint16_t d[G]; };
+using BlockIQ4_XSR16 = BlockIQ4_XSG<kR16Rows>;
+using BlockIQ4_XSR8 = BlockIQ4_XSG<kR8Rows>;
+// Row i's scale j (0..63, standing for s - 32) in a repacked IQ4_XS block.
+template <int G>
+inline int iq4xs_group_scale(const BlockIQ4_XSG<G>& b, int i, int j) {
+    const int byte = (b.sa[i] >> (8 * (j % 4))) & 0xff;
+    return j < 4 ? (byte & 0x3f) : (((b.sb[i] >> (4 * (j - 4))) & 0xf) | ((byte >> 6) << 4));
+}
+// Row i of a repacked IQ4_XS block, back in the file's layout.
+template <int G>
+inline BlockIQ4_XS iq4xs_group_row(const BlockIQ4_XSG<G>& b, int i) {
+    BlockIQ4_XS r{};
+    r.d = b.d[i];
+    for (int j = 0; j < 8; ++j) {
+        iq4xs_set_scale(r, j, iq4xs_group_scale(b, i, j));
+        for (int e = 0; e < QK / 2; ++e) r.qs[16 * j + e] = b.qs[j][4 * G * (e / 4) + 4 * i + e % 4];
+    }
+    return r;
+}
+inline BlockIQ4_XS iq4xsr16_row(const BlockIQ4_XSR16& b, int i) { return iq4xs_group_row(b, i); }
+inline BlockIQ4_XS iq4xsr8_row(const BlockIQ4_XSR8& b, int i) { return iq4xs_group_row(b, i); }
 // Activations for the _R16 kernels: Q8_0's levels and (fp16-rounded) scale, the scale as f32 and
 // ofs = -128 * (sum of the levels): the unsigned Q8_0 weight levels' offset correction (Q4_0's, -8 * sum, is
 // ofs / 16), once per block instead of per row.
@@ -286,13 +325,14 @@ static_assert(sizeof(BlockQ8_0R8) == 8 * 34 && sizeof(BlockQ4_0R8) == 8 * 18 && 
               sizeof(BlockQ5_KR8) == 8 * 176 && sizeof(BlockQ6_KR8) == 8 * 210);
 static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ5_0) == 22 && sizeof(BlockQ8_0) == 34);
 static_assert(sizeof(BlockQ4_1) == 20 && sizeof(BlockQ5_1) == 24 && sizeof(BlockQ2_K) == 84 && sizeof(BlockQ3_K) == 110 &&
-              sizeof(BlockIQ4_NL) == 18);
+              sizeof(BlockIQ4_NL) == 18 && sizeof(BlockIQ4_XS) == 136);
+static_assert(sizeof(BlockIQ4_XSR16) == 16 * 136 && sizeof(BlockIQ4_XSR8) == 8 * 136);
 static_assert(sizeof(BlockQ4_K) == 144 && sizeof(BlockQ5_K) == 176 && sizeof(BlockQ6_K) == 210);
 static_assert(sizeof(BlockQ8_K) == 292);
 
 // ---- whole rows ------------------------------------------------------------------------------------
 // n must be a multiple of the type's block size. Types: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL,
-// Q2_K, Q3_K, Q4_K, Q5_K, Q6_K (and Q8_K for activations). Throws flint::Error for types it cannot convert.
+// IQ4_XS, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K (and Q8_K for activations). Throws flint::Error for types it cannot convert.
 void quantize_row_ref(DType t, const float* x, void* out, int64_t n);
 void dequantize_row_ref(DType t, const void* in, float* out, int64_t n);
 bool can_quantize(DType t);    // quantize_row_ref supports it

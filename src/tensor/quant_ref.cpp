@@ -3,7 +3,8 @@
 // Layouts follow GGUF: within a 32-block of Q4_0/Q4_1/Q5_0/Q5_1, byte j holds element j in its low nibble
 // and element j+16 in its high nibble; Q5_0's and Q5_1's fifth bits are a little-endian 32-bit mask.
 // Q4_1 and Q5_1 add a minimum: x = d * q + m with unsigned levels q. IQ4_NL's nibbles index a fixed
-// non-linear table of levels (kIq4nlValues) scaled by d.
+// non-linear table of levels (kIq4nlValues) scaled by d; IQ4_XS keeps them in 256-element super-blocks with
+// a 6-bit scale per 32 (times the super-block's d).
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -145,33 +146,58 @@ int nearest_iq4nl(float v) {
     return k;
 }
 
+// The IQ4_NL scale for a block of n elements: a search over scales that put the block's extreme at or near the
+// table's end (-127), each followed by the least-squares scale for the indices it picked. 0 for a zero block.
+float iq4nl_best_scale(const float* x, int n) {
+    const float max = signed_absmax(x, n);
+    float d = 0;
+    if (max == 0) return d;
+    float best = -1;
+    for (int k = -8; k <= 8; ++k) {
+        const float id = (kIq4nlValues[0] + k) / max;
+        float sxv = 0, svv = 0;
+        for (int i = 0; i < n; ++i) {
+            const float v = kIq4nlValues[nearest_iq4nl(x[i] * id)];
+            sxv += x[i] * v;
+            svv += v * v;
+        }
+        // For fixed indices the best scale is sxv / svv, and the squared error drops by sxv^2 / svv.
+        if (svv > 0 && sxv * sxv / svv > best) best = sxv * sxv / svv, d = sxv / svv;
+    }
+    return d;
+}
+
+// One block's indices at scale d (Q4_0's nibble order: element j low, j + 16 high).
+void iq4nl_indices(const float* x, float d, uint8_t* qs) {
+    const float id = d != 0 ? 1.0f / d : 0.0f;
+    for (int j = 0; j < QK / 2; ++j) qs[j] = uint8_t(nearest_iq4nl(x[j] * id) | (nearest_iq4nl(x[j + QK / 2] * id) << 4));
+}
+
 }  // namespace
 
-// IQ4_NL: a search over scales that put the block's extreme at or near the table's end (-127), each
-// followed by the least-squares scale for the indices it picked; then the indices are chosen again with
-// the fp16 scale stored.
+// IQ4_NL: the searched scale, rounded to the fp16 the block stores, then the indices chosen again with it.
 void quantize_iq4_nl(const float* x, BlockIQ4_NL* y, int64_t n) {
-    for (int64_t b = 0; b < n / QK; ++b, x += QK) {
-        const float max = signed_absmax(x, QK);
-        float d = 0;
-        if (max != 0) {
-            float best = -1;
-            for (int k = -8; k <= 8; ++k) {
-                const float id = (kIq4nlValues[0] + k) / max;
-                float sxv = 0, svv = 0;
-                for (int i = 0; i < QK; ++i) {
-                    const float v = kIq4nlValues[nearest_iq4nl(x[i] * id)];
-                    sxv += x[i] * v;
-                    svv += v * v;
-                }
-                // For fixed indices the best scale is sxv / svv, and the squared error drops by sxv^2 / svv.
-                if (svv > 0 && sxv * sxv / svv > best) best = sxv * sxv / svv, d = sxv / svv;
-            }
+    for (int64_t b = 0; b < n / QK; ++b, x += QK) iq4nl_indices(x, stored_scale(iq4nl_best_scale(x, QK), y[b].d), y[b].qs);
+}
+
+// IQ4_XS: each sub-block's IQ4_NL scale, then one super-block scale d that puts the largest of them (by
+// magnitude, with its sign) at -32, each sub-block's as the nearest of d * (-32..31), and the indices chosen
+// again with the scale the sub-block will decode with (d rounded to fp16, times its integer).
+void quantize_iq4_xs(const float* x, BlockIQ4_XS* y, int64_t n) {
+    for (int64_t b = 0; b < n / QK_K; ++b, x += QK_K) {
+        y[b] = BlockIQ4_XS{};
+        float sub[8], max = 0;
+        for (int j = 0; j < 8; ++j) {
+            sub[j] = iq4nl_best_scale(x + QK * j, QK);
+            if (std::fabs(sub[j]) > std::fabs(max)) max = sub[j];
         }
-        d = stored_scale(d, y[b].d);
+        const float d = stored_scale(max / -32.0f, y[b].d);
         const float id = d != 0 ? 1.0f / d : 0.0f;
-        for (int j = 0; j < QK / 2; ++j)
-            y[b].qs[j] = uint8_t(nearest_iq4nl(x[j] * id) | (nearest_iq4nl(x[j + QK / 2] * id) << 4));
+        for (int j = 0; j < 8; ++j) {
+            const int l = int(std::clamp(std::nearbyint(sub[j] * id), -32.0f, 31.0f));
+            iq4xs_set_scale(y[b], j, l + 32);
+            iq4nl_indices(x + QK * j, d * float(l), y[b].qs + 16 * j);
+        }
     }
 }
 
@@ -253,6 +279,20 @@ void dequantize_iq4_nl(const BlockIQ4_NL* x, float* y, int64_t n) {
     }
 }
 
+void dequantize_iq4_xs(const BlockIQ4_XS* x, float* y, int64_t n) {
+    for (int64_t b = 0; b < n / QK_K; ++b) {
+        const float d = fp16_to_fp32(x[b].d);
+        for (int j = 0; j < 8; ++j, y += QK) {
+            const float dl = d * float(iq4xs_scale(x[b], j) - 32);
+            const uint8_t* qs = x[b].qs + 16 * j;
+            for (int e = 0; e < QK / 2; ++e) {
+                y[e] = dl * kIq4nlValues[qs[e] & 0xf];
+                y[e + QK / 2] = dl * kIq4nlValues[qs[e] >> 4];
+            }
+        }
+    }
+}
+
 void dequantize_q8_k(const BlockQ8_K* x, float* y, int64_t n) {
     for (int64_t b = 0; b < n / QK_K; ++b, y += QK_K)
         for (int i = 0; i < QK_K; ++i) y[i] = x[b].d * x[b].qs[i];
@@ -275,7 +315,7 @@ bool can_quantize(DType t) {
     switch (t) {
         case DType::F32: case DType::F16: case DType::BF16: case DType::Q4_0: case DType::Q4_1: case DType::Q5_0:
         case DType::Q5_1: case DType::Q8_0: case DType::Q2_K: case DType::Q3_K: case DType::Q4_K: case DType::Q5_K:
-        case DType::Q6_K: case DType::Q8_K: case DType::IQ4_NL:
+        case DType::Q6_K: case DType::Q8_K: case DType::IQ4_NL: case DType::IQ4_XS:
             return true;
         default:
             return false;
@@ -296,6 +336,7 @@ void quantize_row_ref(DType t, const float* x, void* out, int64_t n) {
         case DType::Q5_0: quantize_q5_0(x, static_cast<BlockQ5_0*>(out), n); break;
         case DType::Q5_1: quantize_q5_1(x, static_cast<BlockQ5_1*>(out), n); break;
         case DType::IQ4_NL: quantize_iq4_nl(x, static_cast<BlockIQ4_NL*>(out), n); break;
+        case DType::IQ4_XS: quantize_iq4_xs(x, static_cast<BlockIQ4_XS*>(out), n); break;
         case DType::Q2_K: quantize_q2_k(x, static_cast<BlockQ2_K*>(out), n); break;
         case DType::Q3_K: quantize_q3_k(x, static_cast<BlockQ3_K*>(out), n); break;
         case DType::Q8_0: quantize_q8_0(x, static_cast<BlockQ8_0*>(out), n); break;
@@ -319,6 +360,7 @@ void dequantize_row_ref(DType t, const void* in, float* out, int64_t n) {
         case DType::Q5_0: dequantize_q5_0(static_cast<const BlockQ5_0*>(in), out, n); break;
         case DType::Q5_1: dequantize_q5_1(static_cast<const BlockQ5_1*>(in), out, n); break;
         case DType::IQ4_NL: dequantize_iq4_nl(static_cast<const BlockIQ4_NL*>(in), out, n); break;
+        case DType::IQ4_XS: dequantize_iq4_xs(static_cast<const BlockIQ4_XS*>(in), out, n); break;
         case DType::Q2_K: dequantize_q2_k(static_cast<const BlockQ2_K*>(in), out, n); break;
         case DType::Q3_K: dequantize_q3_k(static_cast<const BlockQ3_K*>(in), out, n); break;
         case DType::Q8_0: dequantize_q8_0(static_cast<const BlockQ8_0*>(in), out, n); break;

@@ -175,6 +175,28 @@ void pack_q2_k(const BlockQ2_K* rows, int64_t nb, B* out) {
     }
 }
 
+// IQ4_XS in G-row groups (BlockIQ4_XSR16, BlockIQ4_XSR8): each sub-block's index bytes as Q4_0's in its group
+// layout, the eight 6-bit scales rearranged into sa / sb (quant.h), d as it is.
+template <int G>
+void pack_iq4_xs(const BlockIQ4_XS* rows, int64_t nb, BlockIQ4_XSG<G>* out) {
+    for (int64_t b = 0; b < nb; ++b) {
+        for (int i = 0; i < G; ++i) {
+            const BlockIQ4_XS& src = rows[i * nb + b];
+            uint32_t sa = 0;
+            uint16_t sb = 0;
+            for (int j = 0; j < 8; ++j) {
+                const uint32_t s = uint32_t(iq4xs_scale(src, j));
+                if (j < 4) sa |= s << (8 * j);
+                else sa |= (s >> 4) << (8 * (j - 4) + 6), sb = uint16_t(sb | ((s & 0xf) << (4 * (j - 4))));
+                for (int e = 0; e < QK / 2; ++e) out[b].qs[j][4 * G * (e / 4) + 4 * i + e % 4] = src.qs[16 * j + e];
+            }
+            out[b].sa[i] = sa;
+            out[b].sb[i] = sb;
+            out[b].d[i] = src.d;
+        }
+    }
+}
+
 // Every layout repack_rows makes, the file type it is made from, and its packer (sixteen / eight rows of nb
 // blocks in, nb interleaved blocks out).
 struct Packer {
@@ -208,6 +230,8 @@ constexpr Packer kPackers[] = {
     {DType::Q2_K, DType::Q2_K_R16, pack_bytes<BlockQ2_K, BlockQ2_KR16, pack_q2_k<kR16Rows>>},
     {DType::Q3_K, DType::Q3_K_R8, pack_bytes<BlockQ3_K, BlockQ3_KR8, pack_q3_k<kR8Rows>>},
     {DType::Q2_K, DType::Q2_K_R8, pack_bytes<BlockQ2_K, BlockQ2_KR8, pack_q2_k<kR8Rows>>},
+    {DType::IQ4_XS, DType::IQ4_XS_R16, pack_bytes<BlockIQ4_XS, BlockIQ4_XSR16, pack_iq4_xs<kR16Rows>>},
+    {DType::IQ4_XS, DType::IQ4_XS_R8, pack_bytes<BlockIQ4_XS, BlockIQ4_XSR8, pack_iq4_xs<kR8Rows>>},
 };
 
 // Row i of a group of a repacked layout P, made from file type `file`: each block back in the file's block F
@@ -236,11 +260,11 @@ int interleaved_rows(DType t) {
     switch (t) {
         case DType::Q8_0_R16: case DType::Q4_0_R16: case DType::Q5_0_R16: case DType::Q4_K_R16: case DType::Q5_K_R16:
         case DType::Q6_K_R16: case DType::IQ4_NL_R16: case DType::Q4_1_R16: case DType::Q5_1_R16: case DType::Q3_K_R16:
-        case DType::Q2_K_R16:
+        case DType::Q2_K_R16: case DType::IQ4_XS_R16:
             return kR16Rows;
         case DType::Q8_0_R8: case DType::Q4_0_R8: case DType::Q5_0_R8: case DType::Q4_K_R8: case DType::Q5_K_R8:
         case DType::Q6_K_R8: case DType::IQ4_NL_R8: case DType::Q4_1_R8: case DType::Q5_1_R8: case DType::Q3_K_R8:
-        case DType::Q2_K_R8:
+        case DType::Q2_K_R8: case DType::IQ4_XS_R8:
             return kR8Rows;
         default: return 1;
     }
@@ -390,6 +414,8 @@ void dequantize_group_row(DType t, const uint8_t* group, int i, int64_t cols, fl
         case DType::Q3_K_R8: return from(DType::Q3_K, q3kr8_row);
         case DType::Q2_K_R16: return from(DType::Q2_K, q2kr16_row);
         case DType::Q2_K_R8: return from(DType::Q2_K, q2kr8_row);
+        case DType::IQ4_XS_R16: return from(DType::IQ4_XS, iq4xsr16_row);
+        case DType::IQ4_XS_R8: return from(DType::IQ4_XS, iq4xsr8_row);
         default: fail("dequantize: ", dtype_name(t), " is not an interleaved layout");
     }
 }

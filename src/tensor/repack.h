@@ -10,7 +10,7 @@
 // Same bytes per row as the file (so a matrix is rewritten in place), same integer block dots and f32
 // scale products, in the same order, as the scalar reference on the file's layout. IQ4_NL, Q4_1 and Q5_1
 // take Q4_0's / Q5_0's layout (IQ4_NL's nibbles index its table; Q4_1 / Q5_1 add the rows' minima after the
-// scales). AVX2 CPUs get the _R8 layouts (every type above): eight rows to a 256-bit register, one
+// scales); the K-quants and IQ4_XS interleave whole super-blocks. AVX2 CPUs get the _R8 layouts (every type above): eight rows to a 256-bit register, one
 // VPMADDUBSW per quad for the eight (dot_avx2.cpp).
 #pragma once
 #include <cstdint>
@@ -24,8 +24,9 @@ namespace flint {
 // file's (no faster kernel for t on this CPU, or rows not a multiple of the layout's interleave).
 std::optional<DType> repack_target(DType t, int64_t rows, int64_t cols);
 
-// Rewrites `rows` rows of type `from` (Q8_0, Q4_0, Q5_0, IQ4_NL, Q4_1, Q5_1, Q4_K, Q5_K or Q6_K) in place as `to` (the matching
-// _R16 or _R8 layout; rows a multiple of interleaved_rows(to)); the bytes used stay the same.
+// Rewrites `rows` rows of type `from` (Q8_0, Q4_0, Q5_0, IQ4_NL, Q4_1, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K or IQ4_XS) in
+// place as `to` (the matching _R16 or _R8 layout; rows a multiple of interleaved_rows(to)); the bytes used stay
+// the same.
 void repack_rows(DType from, DType to, void* data, int64_t rows, int64_t cols);
 
 // Column panels. A one-token kernel reads a group of interleaved rows against the whole activation row, then

@@ -54,6 +54,7 @@ double tolerance(DType t) {
         case DType::Q4_0: return 0.13;
         case DType::Q5_1: return 0.05;
         case DType::IQ4_NL: return 0.11;
+        case DType::IQ4_XS: return 0.11;
         case DType::Q4_1: return 0.10;
         case DType::Q3_K: return 0.21;
         case DType::Q2_K: return 0.37;

@@ -165,7 +165,7 @@ TEST(QuantizedGreedy, EightRowLayoutsGiveTheFileLayoutsLogits) {
 }
 
 // K-quant blocks are 256 wide, wider than stories260K's rows, so a random model of a small qwen2 shape with
-// 256-wide rows: on huge pages its Q4_K / Q5_K / Q6_K / Q3_K / Q2_K matrices are repacked (tensor/repack.h),
+// 256-wide rows: on huge pages its Q4_K / Q5_K / Q6_K / Q3_K / Q2_K / IQ4_XS matrices are repacked (tensor/repack.h),
 // mapped they keep the file's layout. With the scalar kernels the two give the same logits bit for bit (the repacked
 // bytes hold the file's blocks, every matrix and every fused path included); with the AVX-512 kernels they
 // agree within the kernels' rounding and the greedy ids are the same.
@@ -185,7 +185,7 @@ TEST(QuantizedGreedy, RepackedKQuantModelsGiveTheFileLayoutsLogits) {
     for (auto [type, packed_type, packed8_type] :
          {Layouts{DType::Q4_K, DType::Q4_K_R16, DType::Q4_K_R8}, Layouts{DType::Q5_K, DType::Q5_K_R16, DType::Q5_K_R8},
           Layouts{DType::Q6_K, DType::Q6_K_R16, DType::Q6_K_R8}, Layouts{DType::Q3_K, DType::Q3_K_R16, DType::Q3_K_R8},
-          Layouts{DType::Q2_K, DType::Q2_K_R16, DType::Q2_K_R8}}) {
+          Layouts{DType::Q2_K, DType::Q2_K_R16, DType::Q2_K_R8}, Layouts{DType::IQ4_XS, DType::IQ4_XS_R16, DType::IQ4_XS_R8}}) {
         const std::string out = ::testing::TempDir() + "/kquant-256-" + std::string(dtype_name(type)) + ".gguf";
         write_random_model({.shape = shape, .type = type, .seed = 3, .threads = 2}, out);
         auto mapped = Model::load(out, Residency::Map);

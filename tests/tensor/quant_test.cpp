@@ -202,6 +202,54 @@ TEST(RoundTrip, IQ4_NLNearestLevel) {
     }
 }
 
+// IQ4_XS: sub-block j's 6-bit scale is nibble j % 2 of scales_l[j / 2] with bits 2j, 2j + 1 of scales_h above it,
+// and stands for scale - 32; its indices are qs[16 j .. 16 j + 15] as an IQ4_NL block's.
+TEST(Layout, IQ4_XSDecodesAsGgufLaysItOut) {
+    const int8_t table[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+    for (uint32_t seed = 0; seed < 20; ++seed) {
+        auto b = random_block<BlockIQ4_XS>(seed);
+        b.d = fp32_to_fp16(0.25f);
+        const auto y = decode(DType::IQ4_XS, &b);
+        for (int j = 0; j < 8; ++j) {
+            const int lo = j % 2 == 0 ? (b.scales_l[j / 2] & 0x0f) : (b.scales_l[j / 2] >> 4);
+            const int s = lo + 16 * ((b.scales_h >> (2 * j)) & 3) - 32;
+            for (int e = 0; e < 16; ++e) {
+                const uint8_t q = b.qs[16 * j + e];
+                EXPECT_EQ(y[32 * j + e], 0.25f * float(s) * table[q & 0x0f]) << "seed " << seed << " sub " << j;
+                EXPECT_EQ(y[32 * j + e + 16], 0.25f * float(s) * table[q >> 4]) << "seed " << seed << " sub " << j;
+            }
+        }
+    }
+}
+
+// IQ4_XS: each element decodes to the table entry nearest to it at its sub-block's stored scale, and the
+// sub-block with the largest scale gets the full -32 (so no scale is clipped).
+TEST(RoundTrip, IQ4_XSNearestLevel) {
+    auto x = random_floats(256 * 16, 8);
+    for (int i = 0; i < 256; ++i) x[i] = 0;            // an all-zero super-block
+    for (int i = 256 + 64; i < 256 + 96; ++i) x[i] = 0;  // and a zero sub-block in the next
+    const auto y = round_trip(DType::IQ4_XS, x);
+    std::vector<BlockIQ4_XS> q(16);
+    quantize_row_ref(DType::IQ4_XS, x.data(), q.data(), int64_t(x.size()));
+    for (int i = 0; i < 256; ++i) ASSERT_EQ(y[i], 0.0f);
+    for (int i = 256 + 64; i < 256 + 96; ++i) ASSERT_EQ(y[i], 0.0f);
+    for (size_t b = 1; b < 16; ++b) {
+        int most = 0;
+        for (int j = 0; j < 8; ++j) {
+            const int s = iq4xs_scale(q[b], j) - 32;
+            most = std::max(most, std::abs(s));
+            const float dl = fp16_to_fp32(q[b].d) * float(s);
+            for (int i = 0; i < 32; ++i) {
+                const size_t e = b * 256 + size_t(32 * j + i);
+                float best = INFINITY;
+                for (int8_t level : kIq4nlValues) best = std::min(best, std::fabs(x[e] - dl * level));
+                ASSERT_LE(std::fabs(x[e] - y[e]), best * (1 + 1e-5f) + 1e-7f) << "block " << b << " sub " << j << " elem " << i;
+            }
+        }
+        EXPECT_EQ(most, 32) << "block " << b;
+    }
+}
+
 TEST(Layout, Q2_KDecodesAsGgufLaysItOut) {
     for (uint32_t seed = 0; seed < 20; ++seed) {
         auto b = random_block<BlockQ2_K>(seed);
@@ -323,7 +371,7 @@ TEST(RoundTrip, EveryTypeRelativeRmse) {
                               {DType::Q5_0, 0.062},  {DType::Q4_0, 0.125}, {DType::Q6_K, 0.025},
                               {DType::Q5_K, 0.048},  {DType::Q4_K, 0.094}, {DType::Q5_1, 0.049},
                               {DType::Q4_1, 0.1},    {DType::Q3_K, 0.205}, {DType::Q2_K, 0.36},
-                              {DType::IQ4_NL, 0.1}};
+                              {DType::IQ4_NL, 0.1},  {DType::IQ4_XS, 0.1}};
     for (const RmseCase& c : cases) {
         const auto y = round_trip(c.type, x);
         const double e = relative_rmse(x, y);

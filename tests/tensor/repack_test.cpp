@@ -44,7 +44,9 @@ const Pair kPairs[] = {{DType::Q8_0, DType::Q8_0_R16},
                        {DType::Q3_K, DType::Q3_K_R16},
                        {DType::Q2_K, DType::Q2_K_R16},
                        {DType::Q3_K, DType::Q3_K_R8},
-                       {DType::Q2_K, DType::Q2_K_R8}};
+                       {DType::Q2_K, DType::Q2_K_R8},
+                       {DType::IQ4_XS, DType::IQ4_XS_R16},
+                       {DType::IQ4_XS, DType::IQ4_XS_R8}};
 
 // A width the file type can hold: cols rounded up to its block (256 for Q4_K).
 int64_t fit(Pair p, int64_t cols) {
@@ -237,6 +239,7 @@ TEST(Repack, TargetOnlyWhereTheKernelsHaveAFasterLayout) {
         EXPECT_EQ(std::optional(DType::Q5_1_R8), repack_target(DType::Q5_1, 24, 64));
         EXPECT_EQ(std::optional(DType::Q3_K_R8), repack_target(DType::Q3_K, 24, 256));
         EXPECT_EQ(std::optional(DType::Q2_K_R8), repack_target(DType::Q2_K, 24, 256));
+        EXPECT_EQ(std::optional(DType::IQ4_XS_R8), repack_target(DType::IQ4_XS, 24, 256));
         EXPECT_FALSE(repack_target(DType::Q4_0, 20, 64));
         EXPECT_FALSE(repack_target(DType::Q8_0, 60, 64));  // not whole groups of eight rows
     }
@@ -254,6 +257,7 @@ TEST(Repack, TargetOnlyWhereTheKernelsHaveAFasterLayout) {
         EXPECT_EQ(std::optional(DType::Q5_1_R16), repack_target(DType::Q5_1, 64, 64));
         EXPECT_EQ(std::optional(DType::Q3_K_R16), repack_target(DType::Q3_K, 64, 256));
         EXPECT_EQ(std::optional(DType::Q2_K_R16), repack_target(DType::Q2_K, 64, 256));
+        EXPECT_EQ(std::optional(DType::IQ4_XS_R16), repack_target(DType::IQ4_XS, 64, 256));
         EXPECT_FALSE(repack_target(DType::F16, 64, 64));
     }
 }

@@ -65,6 +65,6 @@ inline std::vector<KernelPath> kernel_paths() {
 
 inline const DType kWeightTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q8_0, DType::Q4_0,
                                      DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q2_K, DType::Q3_K,
-                                     DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::IQ4_NL};
+                                     DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::IQ4_NL, DType::IQ4_XS};
 
 }  // namespace flint::test

@@ -391,13 +391,43 @@ inline __m256 dot_k_block(const KUnpacked& u, const BlockQ8_K& a, __m256 acc) {
     return _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_set1_ps(u.dmin * a.d), acc);
 }
 
-template <typename B, void (*Unpack)(const B&, KUnpacked&)>
+// IQ4_XS: the levels are signed (-127..113: the table looked up, stored as int8 in u.q), each chunk's scale less
+// 32 in both halves of u.sc[c]; no mins. Its block dot meets them as Q8_0_R8's kernel does (|w| against a with
+// w's signs), so the int16 pair sums stay below 2 x 127 x 127.
+void unpack_iq4_xs_avx2(const BlockIQ4_XS& b, KUnpacked& u) {
+    const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues)));
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    for (int p = 0; p < 4; ++p) {  // sub-blocks 2p, 2p + 1: low nibbles are elements 0..15, high ones 16..31
+        const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 32 * p));
+        const __m256i lo = _mm256_and_si256(raw, m4), hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
+        __m256i* q = reinterpret_cast<__m256i*>(u.q + 64 * p);
+        _mm256_store_si256(q, _mm256_shuffle_epi8(table, _mm256_permute2x128_si256(lo, hi, 0x20)));
+        _mm256_store_si256(q + 1, _mm256_shuffle_epi8(table, _mm256_permute2x128_si256(lo, hi, 0x31)));
+    }
+    for (int c = 0; c < 8; ++c)
+        _mm256_store_si256(reinterpret_cast<__m256i*>(u.sc[c]), _mm256_set1_epi16(int16_t(iq4xs_scale(b, c) - 32)));
+    u.d = half(b.d);
+}
+
+inline __m256 dot_iq4xs_block(const KUnpacked& u, const BlockQ8_K& a, __m256 acc) {
+    __m256i isum = _mm256_setzero_si256();
+    for (int c = 0; c < 8; ++c) {
+        const __m256i w = _mm256_load_si256(reinterpret_cast<const __m256i*>(u.q + 32 * c));
+        const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.qs + 32 * c));
+        const __m256i sc = _mm256_load_si256(reinterpret_cast<const __m256i*>(u.sc[c]));
+        const __m256i pairs = _mm256_maddubs_epi16(_mm256_abs_epi8(w), _mm256_sign_epi8(av, w));
+        isum = _mm256_add_epi32(isum, _mm256_madd_epi16(pairs, sc));
+    }
+    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(u.d * a.d), acc);
+}
+
+template <typename B, void (*Unpack)(const B&, KUnpacked&), __m256 (*Dot)(const KUnpacked&, const BlockQ8_K&, __m256) = dot_k_block>
 void tile_k(int64_t cols, const void* w, size_t ws, int nr, const void* a, size_t as, int nt, float* y, int64_t ldy) {
     constexpr int kMaxT = 8;  // tokens whose accumulators live in registers at once
     const int64_t nb = cols / QK_K;
     if (nt == 1 && nr > 1) {  // decode: one row after another (see kDecodeRows)
         for (int r = 0; r < nr; ++r)
-            tile_k<B, Unpack>(cols, static_cast<const uint8_t*>(w) + size_t(r) * ws, ws, 1, a, as, 1, y + r, ldy);
+            tile_k<B, Unpack, Dot>(cols, static_cast<const uint8_t*>(w) + size_t(r) * ws, ws, 1, a, as, 1, y + r, ldy);
         return;
     }
     KUnpacked u[kTileRows];
@@ -413,7 +443,7 @@ void tile_k(int64_t cols, const void* w, size_t ws, int nr, const void* a, size_
             }
             for (int t = 0; t < tn; ++t) {
                 const BlockQ8_K& ab = row_ptr<BlockQ8_K>(a, as, t0 + t)[b];
-                for (int r = 0; r < nr; ++r) acc[r][t] = dot_k_block(u[r], ab, acc[r][t]);
+                for (int r = 0; r < nr; ++r) acc[r][t] = Dot(u[r], ab, acc[r][t]);
             }
         }
         for (int r = 0; r < nr; ++r)
@@ -1061,6 +1091,7 @@ void fill_avx2(KernelSet& k) {
     k.tile[id(DType::Q4_K)] = tile_k<BlockQ4_K, unpack_q4_k_avx2>;
     k.tile[id(DType::Q5_K)] = tile_k<BlockQ5_K, unpack_q5_k_avx2>;
     k.tile[id(DType::Q6_K)] = tile_k<BlockQ6_K, unpack_q6_k_avx2>;
+    k.tile[id(DType::IQ4_XS)] = tile_k<BlockIQ4_XS, unpack_iq4_xs_avx2, dot_iq4xs_block>;
     k.quantize_q8_0 = quantize_q8_0_avx2;
     k.quantize_q8_k = quantize_q8_k_avx2;
     k.quantize_q8_0s = quantize_q8_0s_avx2;

@@ -229,16 +229,15 @@ TEST(QuantizedGreedy, RepackedKQuantModelsGiveTheFileLayoutsLogits) {
     }
 }
 
-// The file-layout kernels of Q4_1, Q5_1, IQ4_NL, Q2_K and Q3_K (mapped: no repack; Q2_K and Q3_K have no
-// interleaved layout at all): a random 256-wide qwen2 model in each gives the scalar kernels' logits on the SIMD
-// ones within the kernels' rounding (see RepackedKQuantModelsGiveTheFileLayoutsLogits on why the bound is
+// The file-layout kernels of Q4_1, Q5_1, IQ4_NL, Q2_K, Q3_K and IQ4_XS (mapped: no repack): a random 256-wide
+// qwen2 model in each gives the scalar kernels' logits on the SIMD ones within the kernels' rounding (see RepackedKQuantModelsGiveTheFileLayoutsLogits on why the bound is
 // loose), and the same greedy ids.
 TEST(QuantizedGreedy, FileLayoutOnlyTypesAgreeAcrossKernels) {
     FLINT_REQUIRE_SHARED("tokenizers/qwen2/vocab.json");
     if (best_isa() == Isa::Scalar) GTEST_SKIP() << "this CPU has no AVX2";
     const ModelShape shape = small_qwen2_shape(512);
     const Isa best = active_isa();
-    for (DType type : {DType::Q4_1, DType::Q5_1, DType::IQ4_NL, DType::Q2_K, DType::Q3_K}) {
+    for (DType type : {DType::Q4_1, DType::Q5_1, DType::IQ4_NL, DType::Q2_K, DType::Q3_K, DType::IQ4_XS}) {
         const std::string out = ::testing::TempDir() + "/file-layout-" + std::string(dtype_name(type)) + ".gguf";
         write_random_model({.shape = shape, .type = type, .seed = 4, .threads = 2}, out);
         auto m = Model::load(out, Residency::Map);

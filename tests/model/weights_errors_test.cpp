@@ -155,5 +155,5 @@ TEST(WeightErrors, AMatrixTypeWithoutAKernelIsRefusedByName) {
     const std::string e = load_error(retyped(DType::Q8_1));
     EXPECT_NE(e.find("blk.1.attn_output.weight"), std::string::npos) << e;
     EXPECT_NE(e.find("type q8_1 is not supported for matrices"), std::string::npos) << e;
-    for (DType ok : {DType::Q4_1, DType::Q5_1, DType::IQ4_NL, DType::IQ4_XS}) EXPECT_EQ("", load_error(retyped(ok))) << dtype_name(ok);
+    for (DType ok : {DType::Q4_1, DType::Q5_1, DType::IQ4_NL}) EXPECT_EQ("", load_error(retyped(ok))) << dtype_name(ok);
 }

@@ -50,8 +50,8 @@ void apply_rope_overrides(const ModelOptions& o, Model& m) {
 
 void add_decode_prefetch_option(CLI::App& cmd, std::string& value) {
     cmd.add_option("--decode-prefetch", value,
-                   "AVX-512 decode kernels prefetch their weight stream in software: auto (on for Intel CPUs, off for "
-                   "AMD, where the hardware prefetcher alone is faster), on, off")
+                   "AVX-512 decode kernels prefetch their weight stream in software: auto (on for Intel and AMD Zen 5, "
+                   "off for Zen 4, where the hardware prefetcher alone is faster), on, off")
         ->check(CLI::IsMember({"auto", "on", "off"}));
 }
 

@@ -116,16 +116,18 @@ inline __m512i dpbusd_quad(__m512i acc, __m512i w, const int8_t* qs, int k) {
 }
 
 // Software prefetch of the weight stream (tensor/prefetch.h). From two tokens a pass always. For one token
-// it depends on the core, so there are two tables (set_r16_decode_prefetch; matmul.cpp picks one by vendor,
-// matmul.h DecodePrefetch): on AMD one token streams
-// fastest on the hardware prefetcher alone (Zen 4: whole 0.5B Q8_0 step 17.7 -> 16.1 ms without a near-only
-// prefetch; Zen 5: Q4_0 decode no better with the two-distance one), while on Intel (Emerald Rapids, KVM)
-// it is what lets one core keep enough misses in flight: 0.5B decode, binaries alternated in one run,
-// Q4_0 46-73 -> 76-97 tok/s (70-84% -> 90-96% of the read probe), Q8_0 47-53 -> 50-55 (BENCHMARKS.md,
-// Twenty-sixth session).
-// The Q4_K/Q5_K kernel prefetches for every pass, one token too (see group_q45k). Not in the Q6_K kernel:
-// it does more work per byte, and at 17 tokens (three passes, the later ones partly from L3) the requests
-// cost more than they saved (kernels_bench Cpu1TLayouts: 5.3-5.4 -> 5.8-5.9 ms; 1.1-1.4x better at 4-8).
+// it depends on the core, so there are two tables (set_r16_decode_prefetch; matmul.cpp picks one by CPU,
+// isa.h DecodePrefetch). On Zen 4 one token streams fastest on the hardware prefetcher alone (whole 0.5B
+// Q8_0 step 17.7 -> 16.1 ms without a near-only prefetch; 1.5B Q4_K decode 28-39 -> 32-52 tok/s, IQ4_XS
+// 33-39 -> 40-51 without the two-distance one, BENCHMARKS.md, Thirty-seventh session). On Intel (Emerald
+// Rapids, KVM) it is what lets one core keep enough misses in flight: 0.5B decode, binaries alternated in one
+// run, Q4_0 46-73 -> 76-97 tok/s (70-84% -> 90-96% of the read probe), Q8_0 47-53 -> 50-55 (Twenty-sixth
+// session). On Zen 5 a 1.5B Q4_K decode went from 57-69% of the probe to 86-91% with it (Q5_K 58-59% to
+// 84-86%; Twentieth session) and Q4_0's was no better with it (Twenty-second).
+// The 32-element kernels, Q4_K / Q5_K's and IQ4_XS's take the choice. Not the Q6_K kernel (nor Q3_K's and
+// Q2_K's, the same code): it does more work per byte, and at 17 tokens (three passes, the later ones partly
+// from L3) the requests cost more than they saved (kernels_bench Cpu1TLayouts: 5.3-5.4 -> 5.8-5.9 ms; 1.1-1.4x
+// better at 4-8).
 template <int T, bool OneToken>
 constexpr bool kPrefetchPass = T >= 2 || OneToken;
 
@@ -178,7 +180,7 @@ void group_rt(int64_t nb, const typename W::Block* wb, const uint8_t* a, size_t 
 // is small: a 0.5B Q4_0 decode step 1.4-2.1% shorter, the two kernels switched repetition by repetition in one
 // process (53 of 80 pairs faster; BENCHMARKS.md, Twenty-second session, which also says why it was reverted
 // once in the twenty-first).
-// PfOne: the weight stream prefetched two blocks at a time (on Intel, see kPrefetchPass).
+// PfOne: the weight stream prefetched two blocks at a time (where the CPU wants it, see kPrefetchPass).
 // The same int32 dots and the same FMA order as group_rt's, so the same logits in any batch.
 struct Q4Dots {
     __m512i lo, hi;
@@ -260,7 +262,7 @@ inline __m512i pick_pair(int b) {
     return _mm512_add_epi32(base, _mm512_set4_epi32(0x000c000c, 0x00080008, 0x00040004, 0));
 }
 
-template <typename L, int T>
+template <typename L, int T, bool PfOne>
 void group_q45k(int64_t nb, const typename L::Block* wb, const uint8_t* a, size_t as, float* y, int64_t ldy) {
     const BlockQ8_K* at[T];
     for (int t = 0; t < T; ++t) at[t] = reinterpret_cast<const BlockQ8_K*>(a + size_t(t) * as);
@@ -269,11 +271,7 @@ void group_q45k(int64_t nb, const typename L::Block* wb, const uint8_t* a, size_
     const __m512i lo6 = _mm512_set1_epi32(0x3f3f3f3f), lo4 = _mm512_set1_epi32(0x0f0f0f0f), lo2 = _mm512_set1_epi32(0x03030303);
     for (int64_t b = 0; b < nb; ++b) {
         const typename L::Block& B = wb[b];
-        // One token too: on the Zen 5 host one thread streamed a DRAM-sized Q4_K matrix at 15-19 GB/s on
-        // the hardware prefetcher alone and at 26-29 with this (kernels_bench Cpu1T/3/40000/4864/1/2/1,
-        // alternating builds), and a 1.5B Q4_K decode went from 57-69% of flint bench's probe to 86-91%
-        // (Q5_K: 58-59% to 84-86%; BENCHMARKS.md, Twentieth session).
-        prefetch_stream(&B, sizeof(B));
+        if constexpr (kPrefetchPass<T, PfOne>) prefetch_stream(&B, sizeof(B));
         // The eight scales and mins of every row (lane), four per 32-bit word, as k4_scales_mins unpacks them.
         const __m512i w0 = _mm512_loadu_si512(B.sc[0]), w1 = _mm512_loadu_si512(B.sc[1]), w2 = _mm512_loadu_si512(B.sc[2]);
         const __m512i s03 = _mm512_and_si512(w0, lo6), m03 = _mm512_and_si512(w1, lo6);
@@ -323,7 +321,7 @@ void group_q45k(int64_t nb, const typename L::Block* wb, const uint8_t* a, size_
 // int32; the +128 comes off once per super-block, 128 * sum_j (s_j - 32) * (the activation's 32-element sum),
 // through four VPDPWSSD, as Q4_K's mins. Exact: |sum| < 8 * 32 * 32 * 241 * 127 < 2^31. One convert and one
 // FMA per token and super-block.
-template <int T>
+template <int T, bool PfOne>
 void group_iq4xs(int64_t nb, const BlockIQ4_XSR16* wb, const uint8_t* a, size_t as, float* y, int64_t ldy) {
     const BlockQ8_K* at[T];
     for (int t = 0; t < T; ++t) at[t] = reinterpret_cast<const BlockQ8_K*>(a + size_t(t) * as);
@@ -335,7 +333,7 @@ void group_iq4xs(int64_t nb, const BlockIQ4_XSR16* wb, const uint8_t* a, size_t 
     const __m512i s32 = _mm512_set1_epi32(32);
     for (int64_t b = 0; b < nb; ++b) {
         const BlockIQ4_XSR16& B = wb[b];
-        prefetch_stream(&B, sizeof(B));  // as group_q45k
+        if constexpr (kPrefetchPass<T, PfOne>) prefetch_stream(&B, sizeof(B));
         // The eight scales of every row, four bytes a lane: sa's low six bits (scales 0..3), and sb's nibbles
         // spread one to a byte (each 16-bit word x of its two nibbles: (x | x << 4) & 0x0f0f) with sa's top
         // two bits above them (scales 4..7).
@@ -557,17 +555,18 @@ struct R16 {
     };
 };
 
-template <typename L>
+template <typename L, bool PfOne>
 struct Q45K {
     template <int T>
     struct K {
-        static constexpr auto run = group_q45k<L, T>;
+        static constexpr auto run = group_q45k<L, T, PfOne>;
     };
 };
+template <bool PfOne>
 struct IQ4XS {
     template <int T>
     struct K {
-        static constexpr auto run = group_iq4xs<T>;
+        static constexpr auto run = group_iq4xs<T, PfOne>;
     };
 };
 template <typename U>
@@ -580,7 +579,8 @@ struct K16Pairs {
 
 constexpr int id(DType t) { return static_cast<int>(t); }
 
-// The 32-element layouts' kernels with the one-token prefetch (kPrefetchPass) or without.
+// The kernels that take the one-token prefetch choice (kPrefetchPass): the 32-element layouts', Q4_K / Q5_K's
+// and IQ4_XS's.
 template <bool PfOne>
 void fill_r16_32(KernelSet& k) {
     k.tile[id(DType::Q8_0_R16)] = tile_groups<kR16Rows, BlockQ8_0R16, R16<Q8R16, PfOne>::template K, kMaxTokens, QK>;
@@ -590,6 +590,9 @@ void fill_r16_32(KernelSet& k) {
     k.tile[id(DType::IQ4_NL_R16)] = tile_groups<kR16Rows, BlockIQ4_NLR16, R16<IQ4NLR16, PfOne>::template K, kMaxTokens, QK>;
     k.tile[id(DType::Q4_1_R16)] = tile_groups<kR16Rows, BlockQ4_1R16, R16<Q41R16, PfOne>::template K, kMaxTokens, QK>;
     k.tile[id(DType::Q5_1_R16)] = tile_groups<kR16Rows, BlockQ5_1R16, R16<Q51R16, PfOne>::template K, kMaxTokens, QK>;
+    k.tile[id(DType::Q4_K_R16)] = tile_groups<kR16Rows, BlockQ4_KR16, Q45K<Q4KR16, PfOne>::template K, kMaxTokensK, QK_K>;
+    k.tile[id(DType::Q5_K_R16)] = tile_groups<kR16Rows, BlockQ5_KR16, Q45K<Q5KR16, PfOne>::template K, kMaxTokensK, QK_K>;
+    k.tile[id(DType::IQ4_XS_R16)] = tile_groups<kR16Rows, BlockIQ4_XSR16, IQ4XS<PfOne>::template K, kMaxTokensK, QK_K>;
 }
 
 }  // namespace
@@ -603,12 +606,9 @@ void set_r16_decode_prefetch(KernelSet& k, bool on) {
 
 void fill_avx512_r16(KernelSet& k) {
     set_r16_decode_prefetch(k, false);
-    k.tile[id(DType::Q4_K_R16)] = tile_groups<kR16Rows, BlockQ4_KR16, Q45K<Q4KR16>::K, kMaxTokensK, QK_K>;
-    k.tile[id(DType::Q5_K_R16)] = tile_groups<kR16Rows, BlockQ5_KR16, Q45K<Q5KR16>::K, kMaxTokensK, QK_K>;
     k.tile[id(DType::Q6_K_R16)] = tile_groups<kR16Rows, BlockQ6_KR16, K16Pairs<Q6KPairs>::K, kMaxTokensK, QK_K>;
     k.tile[id(DType::Q3_K_R16)] = tile_groups<kR16Rows, BlockQ3_KR16, K16Pairs<Q3KPairs>::K, kMaxTokensK, QK_K>;
     k.tile[id(DType::Q2_K_R16)] = tile_groups<kR16Rows, BlockQ2_KR16, K16Pairs<Q2KPairs>::K, kMaxTokensK, QK_K>;
-    k.tile[id(DType::IQ4_XS_R16)] = tile_groups<kR16Rows, BlockIQ4_XSR16, IQ4XS::K, kMaxTokensK, QK_K>;
     for (DType t : {DType::Q8_0_R16, DType::Q4_0_R16, DType::Q5_0_R16, DType::Q4_K_R16, DType::Q5_K_R16, DType::Q6_K_R16,
                     DType::IQ4_NL_R16, DType::Q4_1_R16, DType::Q5_1_R16, DType::Q3_K_R16, DType::Q2_K_R16, DType::IQ4_XS_R16})
         k.stream_tokens[id(t)] = 255;  // every token count: tiles of one group (kDecodeRows = 16 rows)

@@ -12,9 +12,10 @@ Isa best_isa();                // the best this CPU supports
 void set_isa(Isa isa);         // tests and benchmarks force a path; throws if the CPU lacks it
 const char* isa_name(Isa isa);
 
-// Whether the AVX-512 kernels for the sixteen-row layouts prefetch their weight stream in software when
-// they multiply a single token (decode). It pays on some cores and costs on others, so Auto decides by the
-// CPU's vendor: on for Intel, off for AMD (measured both ways; BENCHMARKS.md, Twenty-sixth session).
+// Whether the AVX-512 kernels for the sixteen-row layouts (the 32-element ones, Q4_K, Q5_K, IQ4_XS) prefetch
+// their weight stream in software when they multiply a single token (decode). It pays on some cores and costs
+// on others, so Auto decides by the CPU: on for Intel and AMD Zen 5, off for Zen 4 (measured both ways;
+// BENCHMARKS.md, Twentieth, Twenty-sixth and Thirty-seventh sessions).
 // Benchmarks force it to compare the two on one machine; results are the same bits either way.
 enum class DecodePrefetch { Auto, On, Off };
 void set_decode_prefetch(DecodePrefetch p);

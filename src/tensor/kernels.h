@@ -64,7 +64,7 @@ void fill_avx2(KernelSet& k);      // dot_avx2.cpp (calls fill_vec_avx2)
 void fill_vec_avx2(KernelSet& k);  // vec_avx2.cpp
 void fill_avx512(KernelSet& k);     // defined in dot_avx512.cpp (calls fill_avx512_r16, fill_vec_avx512)
 void fill_avx512_r16(KernelSet& k);  // dot_r16_avx512.cpp: the sixteen-row layouts and when to repack
-// dot_r16_avx512.cpp: the 32-element sixteen-row kernels with or without the one-token weight prefetch
+// dot_r16_avx512.cpp: the 32-element sixteen-row kernels (and IQ4_XS's) with or without the one-token weight prefetch
 // (fill_avx512_r16 fills them without; matmul.h DecodePrefetch).
 void set_r16_decode_prefetch(KernelSet& k, bool on);
 void fill_vec_avx512(KernelSet& k);  // vec_avx512.cpp

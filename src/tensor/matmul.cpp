@@ -40,13 +40,24 @@ bool cpu_has_f16c_and_bmi2() {
     if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
     return (b & bit_BMI2) != 0;
 }
+
+// The one-token weight prefetch's default (isa.h DecodePrefetch): on for Intel and for AMD from Zen 5 (CPU
+// family 26), off for Zen 4 (25), as measured on each (dot_r16_avx512.cpp, kPrefetchPass).
+bool cpu_wants_decode_prefetch() {
+    if (__builtin_cpu_is("intel")) return true;
+    if (!__builtin_cpu_is("amd")) return false;
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return false;
+    const unsigned base = (a >> 8) & 0xf, family = base == 0xf ? base + ((a >> 20) & 0xff) : base;
+    return family >= 26;
+}
 #endif
 
 struct Tables {
     // Indexed by Isa; [3] is the AVX-512 table with the one-token weight prefetch (matmul.h DecodePrefetch).
     KernelSet sets[4];
     Isa best = Isa::Scalar;
-    bool prefetch_auto = false;  // the vendor's choice
+    bool prefetch_auto = false;  // the CPU's choice
     std::atomic<bool> prefetch{false};
     std::atomic<const KernelSet*> active{nullptr};
 
@@ -73,10 +84,10 @@ struct Tables {
             set_r16_decode_prefetch(sets[3], true);
             best = Isa::AVX512;
         }
-        // One core streams a token's weights fast enough on AMD's hardware prefetcher alone (Zen 4 and 5),
-        // not on Intel's (an Emerald Rapids guest; BENCHMARKS.md, Twenty-sixth session). Only the AVX-512
-        // table has the choice.
-        prefetch_auto = avx512 && __builtin_cpu_is("intel");
+        // One core streams a token's weights fast enough on Zen 4's hardware prefetcher alone, not on Intel's
+        // (an Emerald Rapids guest; BENCHMARKS.md, Twenty-sixth session) nor, for the K-quants, on Zen 5's
+        // (Twentieth). Only the AVX-512 table has the choice.
+        prefetch_auto = avx512 && cpu_wants_decode_prefetch();
 #endif
         prefetch.store(prefetch_auto);
         active.store(table(best));

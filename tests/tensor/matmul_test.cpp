@@ -4,6 +4,10 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <vector>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 
 #include "tensor/kernels.h"
 #include "tensor/matmul.h"
@@ -263,13 +267,25 @@ TEST(Isa, SetIsaRejectsWhatTheCpuLacksAndRestores) {
 }
 
 // The one-token weight prefetch is a choice of table for AVX-512 only: forcing it keeps the instruction set,
-// an instruction set chosen later keeps it, and Auto goes back to the vendor's choice (on for Intel with AVX-512).
-TEST(Isa, DecodePrefetchSwitchesTheTableNotTheIsa) {
-    IsaGuard guard;
+// an instruction set chosen later keeps it, and Auto goes back to the CPU's choice (with AVX-512: on for Intel
+// and for AMD from Zen 5, CPU family 26; off for Zen 4).
+bool auto_decode_prefetch() {
 #if defined(__x86_64__)
     __builtin_cpu_init();
-    EXPECT_EQ(decode_prefetch(), best_isa() == Isa::AVX512 && __builtin_cpu_is("intel"));
+    if (best_isa() != Isa::AVX512) return false;
+    if (__builtin_cpu_is("intel")) return true;
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    __get_cpuid(1, &a, &b, &c, &d);
+    const unsigned base = (a >> 8) & 0xf, ext = (a >> 20) & 0xff;
+    return __builtin_cpu_is("amd") && base == 0xf && base + ext >= 26;
+#else
+    return false;
 #endif
+}
+
+TEST(Isa, DecodePrefetchSwitchesTheTableNotTheIsa) {
+    IsaGuard guard;
+    EXPECT_EQ(decode_prefetch(), auto_decode_prefetch());
     set_isa(Isa::Scalar);
     set_decode_prefetch(DecodePrefetch::On);
     EXPECT_TRUE(decode_prefetch());
@@ -281,16 +297,16 @@ TEST(Isa, DecodePrefetchSwitchesTheTableNotTheIsa) {
     EXPECT_FALSE(decode_prefetch());
     EXPECT_EQ(active_isa(), best_isa());
     if (best_isa() == Isa::AVX512) {  // the kernels themselves change with it
-        const int q4 = int(DType::Q4_0_R16), q6 = int(DType::Q6_K_R16);
-        const detail::TileFn off = detail::active_kernels().tile[q4], off6 = detail::active_kernels().tile[q6];
+        const DType takes[] = {DType::Q4_0_R16, DType::Q8_0_R16, DType::Q4_K_R16, DType::Q5_K_R16, DType::IQ4_XS_R16};
+        std::vector<detail::TileFn> off;
+        for (DType t : takes) off.push_back(detail::active_kernels().tile[int(t)]);
+        const detail::TileFn off6 = detail::active_kernels().tile[int(DType::Q6_K_R16)];
         set_decode_prefetch(DecodePrefetch::On);
-        EXPECT_NE(off, detail::active_kernels().tile[q4]);
-        EXPECT_EQ(off6, detail::active_kernels().tile[q6]);  // the K-quants' kernels do not take the choice
+        for (size_t i = 0; i < off.size(); ++i) EXPECT_NE(off[i], detail::active_kernels().tile[int(takes[i])]) << dtype_name(takes[i]);
+        EXPECT_EQ(off6, detail::active_kernels().tile[int(DType::Q6_K_R16)]);  // Q6_K's kernel does not take the choice
     }
     set_decode_prefetch(DecodePrefetch::Auto);
-#if defined(__x86_64__)
-    EXPECT_EQ(decode_prefetch(), best_isa() == Isa::AVX512 && __builtin_cpu_is("intel"));
-#endif
+    EXPECT_EQ(decode_prefetch(), auto_decode_prefetch());
 }
 
 }  // namespace

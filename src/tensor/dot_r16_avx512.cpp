@@ -262,6 +262,23 @@ inline __m512i pick_pair(int b) {
     return _mm512_add_epi32(base, _mm512_set4_epi32(0x000c000c, 0x00080008, 0x00040004, 0));
 }
 
+// Sub-block j of super-block b, levels w, against T tokens' activations: qsum[t] += scj * (the rows' dots), two
+// chains of four VPDPBUSD per token.
+template <int T>
+inline void sub_block_dots(__m512i (&qsum)[T], const __m512i (&w)[8], const BlockQ8_K* const (&at)[T], int64_t b, int j,
+                           __m512i scj) {
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) {
+        const int8_t* aq = at[t][b].qs + 32 * j;
+        __m512i i0 = _mm512_setzero_si512(), i1 = _mm512_setzero_si512();
+        for (int k = 0; k < 8; k += 2) {
+            i0 = dpbusd_quad(i0, w[k], aq, k);
+            i1 = dpbusd_quad(i1, w[k + 1], aq, k + 1);
+        }
+        qsum[t] = _mm512_add_epi32(qsum[t], _mm512_mullo_epi32(_mm512_add_epi32(i0, i1), scj));
+    }
+}
+
 template <typename L, int T, bool PfOne>
 void group_q45k(int64_t nb, const typename L::Block* wb, const uint8_t* a, size_t as, float* y, int64_t ldy) {
     const BlockQ8_K* at[T];
@@ -285,16 +302,7 @@ void group_q45k(int64_t nb, const typename L::Block* wb, const uint8_t* a, size_
             __m512i w[8];
             L::load(B, j, w);
             const __m512i scj = _mm512_shuffle_epi8(j < 4 ? s03 : s47, pick_byte(j % 4));
-#pragma GCC unroll 8
-            for (int t = 0; t < T; ++t) {
-                const int8_t* aq = at[t][b].qs + 32 * j;
-                __m512i i0 = _mm512_setzero_si512(), i1 = _mm512_setzero_si512();
-                for (int k = 0; k < 8; k += 2) {
-                    i0 = dpbusd_quad(i0, w[k], aq, k);
-                    i1 = dpbusd_quad(i1, w[k + 1], aq, k + 1);
-                }
-                qsum[t] = _mm512_add_epi32(qsum[t], _mm512_mullo_epi32(_mm512_add_epi32(i0, i1), scj));
-            }
+            sub_block_dots<T>(qsum, w, at, b, j, scj);
         }
         const __m512i mp[4] = {_mm512_shuffle_epi8(m03, pick_pair(0)), _mm512_shuffle_epi8(m03, pick_pair(2)),
                                _mm512_shuffle_epi8(m47, pick_pair(0)), _mm512_shuffle_epi8(m47, pick_pair(2))};
@@ -349,16 +357,7 @@ void group_iq4xs(int64_t nb, const BlockIQ4_XSR16* wb, const uint8_t* a, size_t 
             Q4R16::load_nibbles(B.qs[j], w);
             for (int k = 0; k < 8; ++k) w[k] = _mm512_shuffle_epi8(table, w[k]);
             const __m512i scj = _mm512_sub_epi32(_mm512_shuffle_epi8(j < 4 ? s03 : s47, pick_byte(j % 4)), s32);
-#pragma GCC unroll 8
-            for (int t = 0; t < T; ++t) {
-                const int8_t* aq = at[t][b].qs + 32 * j;
-                __m512i i0 = _mm512_setzero_si512(), i1 = _mm512_setzero_si512();
-                for (int k = 0; k < 8; k += 2) {
-                    i0 = dpbusd_quad(i0, w[k], aq, k);
-                    i1 = dpbusd_quad(i1, w[k + 1], aq, k + 1);
-                }
-                qsum[t] = _mm512_add_epi32(qsum[t], _mm512_mullo_epi32(_mm512_add_epi32(i0, i1), scj));
-            }
+            sub_block_dots<T>(qsum, w, at, b, j, scj);
         }
         // Sub-blocks 2q, 2q + 1: their scales less 32 as an int16 pair.
         const __m512i mp[4] = {_mm512_sub_epi16(_mm512_shuffle_epi8(s03, pick_pair(0)), _mm512_set1_epi16(32)),

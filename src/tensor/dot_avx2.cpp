@@ -561,15 +561,19 @@ constexpr bool kHasMinR8 = requires(const typename W::Block& b) { b.m; };
 inline __m256i q8r8_quad(__m256i isum, __m256i wk, __m256i wabs, const int8_t* aq);  // below, with Q8_0_R8
 struct IQ4NLR8 {
     using Block = BlockIQ4_NLR8;
-    static void load(const Block& b, __m256i (&w)[8]) {
+    static void load(const Block& b, __m256i (&w)[8]) { levels(b.qs, w); }
+    // Q4_0_R8-style nibble bytes at qs to eight registers of signed levels (IQ4_XS_R8's sub-blocks too).
+    static void levels(const uint8_t* qs, __m256i (&w)[8]) {
         const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues)));
-        Q4R8::load_nibbles(b.qs, w);
+        Q4R8::load_nibbles(qs, w);
         for (int k = 0; k < 8; ++k) w[k] = _mm256_shuffle_epi8(table, w[k]);
     }
     template <typename B>
-    static __m256i dots(const B&, const __m256i (&w)[8], const BlockQ8_0S& a) {
+    static __m256i dots(const B&, const __m256i (&w)[8], const BlockQ8_0S& a) { return quad_dots(w, a.qs); }
+    // The eight rows' dots of 32 levels against the activation's 32 at aq (int32 lane i = row i).
+    static __m256i quad_dots(const __m256i (&w)[8], const int8_t* aq) {
         __m256i isum = _mm256_setzero_si256();
-        for (int k = 0; k < 8; ++k) isum = q8r8_quad(isum, w[k], _mm256_abs_epi8(w[k]), a.qs + 4 * k);
+        for (int k = 0; k < 8; ++k) isum = q8r8_quad(isum, w[k], _mm256_abs_epi8(w[k]), aq + 4 * k);
         return isum;
     }
 };
@@ -782,7 +786,6 @@ void group_iq4xsr8(int64_t nb, const BlockIQ4_XSR8* wb, const uint8_t* a, size_t
     for (int t = 0; t < T; ++t) at[t] = reinterpret_cast<const BlockQ8_K*>(a + size_t(t) * as);
     __m256 acc[T];
     for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
-    const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues)));
     const __m256i lo8 = _mm256_set1_epi32(0xff), s32 = _mm256_set1_epi32(32);
     for (int64_t b = 0; b < nb; ++b) {
         const BlockIQ4_XSR8& B = wb[b];
@@ -797,15 +800,10 @@ void group_iq4xsr8(int64_t nb, const BlockIQ4_XSR8* wb, const uint8_t* a, size_t
         for (int t = 0; t < T; ++t) qsum[t] = _mm256_setzero_si256();
         for (int j = 0; j < 8; ++j) {
             __m256i w[8];
-            Q4R8::load_nibbles(B.qs[j], w);
-            for (int k = 0; k < 8; ++k) w[k] = _mm256_shuffle_epi8(table, w[k]);
+            IQ4NLR8::levels(B.qs[j], w);
             const __m256i scj = _mm256_sub_epi32(_mm256_and_si256(_mm256_srli_epi32(sc[j / 4], 8 * (j % 4)), lo8), s32);
-            for (int t = 0; t < T; ++t) {
-                const int8_t* aq = at[t][b].qs + 32 * j;
-                __m256i isum = _mm256_setzero_si256();
-                for (int k = 0; k < 8; ++k) isum = q8r8_quad(isum, w[k], _mm256_abs_epi8(w[k]), aq + 4 * k);
-                qsum[t] = _mm256_add_epi32(qsum[t], _mm256_mullo_epi32(isum, scj));
-            }
+            for (int t = 0; t < T; ++t)
+                qsum[t] = _mm256_add_epi32(qsum[t], _mm256_mullo_epi32(IQ4NLR8::quad_dots(w, at[t][b].qs + 32 * j), scj));
         }
         const __m256 dr = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(B.d)));
         for (int t = 0; t < T; ++t)

@@ -82,10 +82,12 @@ struct Q5R16 {
 struct IQ4NLR16 {
     using Block = BlockIQ4_NLR16;
     static __m512i init(const BlockQ8_0S& a) { return _mm512_set1_epi32(a.ofs); }
-    static void load(const Block& b, __m512i (&w)[8]) {
+    static void load(const Block& b, __m512i (&w)[8]) { levels(b.qs, w); }
+    // Q4_0_R16-style nibble bytes at qs to eight registers of levels + 128 (IQ4_XS_R16's sub-blocks too).
+    static void levels(const uint8_t* qs, __m512i (&w)[8]) {
         const __m128i values = _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues));
         const __m512i table = _mm512_broadcast_i32x4(_mm_xor_si128(values, _mm_set1_epi8(int8_t(0x80))));
-        Q4R16::load_nibbles(b.qs, w);
+        Q4R16::load_nibbles(qs, w);
         for (int k = 0; k < 8; ++k) w[k] = _mm512_shuffle_epi8(table, w[k]);
     }
 };
@@ -279,6 +281,13 @@ inline void sub_block_dots(__m512i (&qsum)[T], const __m512i (&w)[8], const Bloc
     }
 }
 
+// The activation's sums over 32-element sub-blocks 2q and 2q + 1 (from Q8_K's 16-element bsums), as the int16
+// pair a VPDPWSSD against the rows' (min or scale) pairs takes.
+inline int sub_block_sums(const BlockQ8_K& a, int q) {
+    const int s0 = a.bsums[4 * q] + a.bsums[4 * q + 1], s1 = a.bsums[4 * q + 2] + a.bsums[4 * q + 3];
+    return int(uint32_t(uint16_t(int16_t(s0))) | (uint32_t(uint16_t(int16_t(s1))) << 16));
+}
+
 template <typename L, int T, bool PfOne>
 void group_q45k(int64_t nb, const typename L::Block* wb, const uint8_t* a, size_t as, float* y, int64_t ldy) {
     const BlockQ8_K* at[T];
@@ -312,9 +321,7 @@ void group_q45k(int64_t nb, const typename L::Block* wb, const uint8_t* a, size_
             const BlockQ8_K& ab = at[t][b];
             __m512i msum = _mm512_setzero_si512();
             for (int q = 0; q < 4; ++q) {  // sub-blocks 2q and 2q+1: their activation sums as an int16 pair
-                const int s0 = ab.bsums[4 * q] + ab.bsums[4 * q + 1], s1 = ab.bsums[4 * q + 2] + ab.bsums[4 * q + 3];
-                const int pair = int(uint32_t(uint16_t(int16_t(s0))) | (uint32_t(uint16_t(int16_t(s1))) << 16));
-                msum = _mm512_dpwssd_epi32(msum, mp[q], _mm512_set1_epi32(pair));
+                msum = _mm512_dpwssd_epi32(msum, mp[q], _mm512_set1_epi32(sub_block_sums(ab, q)));
             }
             const __m512 v = _mm512_fnmadd_ps(dmr, _mm512_cvtepi32_ps(msum), _mm512_mul_ps(dr, _mm512_cvtepi32_ps(qsum[t])));
             acc[t] = _mm512_fmadd_ps(v, _mm512_set1_ps(ab.d), acc[t]);
@@ -335,8 +342,6 @@ void group_iq4xs(int64_t nb, const BlockIQ4_XSR16* wb, const uint8_t* a, size_t 
     for (int t = 0; t < T; ++t) at[t] = reinterpret_cast<const BlockQ8_K*>(a + size_t(t) * as);
     __m512 acc[T];
     for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
-    const __m128i values = _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues));
-    const __m512i table = _mm512_broadcast_i32x4(_mm_xor_si128(values, _mm_set1_epi8(int8_t(0x80))));
     const __m512i lo6 = _mm512_set1_epi8(0x3f), lo4 = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30);
     const __m512i s32 = _mm512_set1_epi32(32);
     for (int64_t b = 0; b < nb; ++b) {
@@ -354,8 +359,7 @@ void group_iq4xs(int64_t nb, const BlockIQ4_XSR16* wb, const uint8_t* a, size_t 
         for (int t = 0; t < T; ++t) qsum[t] = _mm512_setzero_si512();
         for (int j = 0; j < 8; ++j) {
             __m512i w[8];
-            Q4R16::load_nibbles(B.qs[j], w);
-            for (int k = 0; k < 8; ++k) w[k] = _mm512_shuffle_epi8(table, w[k]);
+            IQ4NLR16::levels(B.qs[j], w);
             const __m512i scj = _mm512_sub_epi32(_mm512_shuffle_epi8(j < 4 ? s03 : s47, pick_byte(j % 4)), s32);
             sub_block_dots<T>(qsum, w, at, b, j, scj);
         }
@@ -369,9 +373,7 @@ void group_iq4xs(int64_t nb, const BlockIQ4_XSR16* wb, const uint8_t* a, size_t 
             const BlockQ8_K& ab = at[t][b];
             __m512i msum = _mm512_setzero_si512();
             for (int q = 0; q < 4; ++q) {
-                const int s0 = ab.bsums[4 * q] + ab.bsums[4 * q + 1], s1 = ab.bsums[4 * q + 2] + ab.bsums[4 * q + 3];
-                const int pair = int(uint32_t(uint16_t(int16_t(s0))) | (uint32_t(uint16_t(int16_t(s1))) << 16));
-                msum = _mm512_dpwssd_epi32(msum, mp[q], _mm512_set1_epi32(pair));
+                msum = _mm512_dpwssd_epi32(msum, mp[q], _mm512_set1_epi32(sub_block_sums(ab, q)));
             }
             const __m512i isum = _mm512_sub_epi32(qsum[t], _mm512_slli_epi32(msum, 7));
             acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dr, _mm512_set1_ps(ab.d)), acc[t]);

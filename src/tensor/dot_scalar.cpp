@@ -70,14 +70,17 @@ float dot_q45_1(int64_t cols, const Block* w, const BlockQ8_0* a) {
 float dot_q4_1(int64_t cols, const BlockQ4_1* w, const BlockQ8_0* a) { return dot_q45_1<false>(cols, w, a); }
 float dot_q5_1(int64_t cols, const BlockQ5_1* w, const BlockQ8_0* a) { return dot_q45_1<true>(cols, w, a); }
 
+// One IQ4_NL block's 16 index bytes (element j low nibble, j + 16 high) against 32 activation levels.
+int iq4nl_block_dot(const uint8_t* qs, const int8_t* q8) {
+    int isum = 0;
+    for (int j = 0; j < QK / 2; ++j) isum += kIq4nlValues[qs[j] & 0xf] * q8[j] + kIq4nlValues[qs[j] >> 4] * q8[j + QK / 2];
+    return isum;
+}
+
 float dot_iq4_nl(int64_t cols, const BlockIQ4_NL* w, const BlockQ8_0* a) {
     float sum = 0;
-    for (int64_t b = 0; b < cols / QK; ++b) {
-        int isum = 0;
-        for (int j = 0; j < QK / 2; ++j)
-            isum += kIq4nlValues[w[b].qs[j] & 0xf] * a[b].qs[j] + kIq4nlValues[w[b].qs[j] >> 4] * a[b].qs[j + QK / 2];
-        sum += fp16_to_fp32(w[b].d) * fp16_to_fp32(a[b].d) * float(isum);
-    }
+    for (int64_t b = 0; b < cols / QK; ++b)
+        sum += fp16_to_fp32(w[b].d) * fp16_to_fp32(a[b].d) * float(iq4nl_block_dot(w[b].qs, a[b].qs));
     return sum;
 }
 
@@ -86,14 +89,7 @@ float dot_iq4_xs(int64_t cols, const BlockIQ4_XS* w, const BlockQ8_K* a) {
     float sum = 0;
     for (int64_t b = 0; b < cols / QK_K; ++b) {
         int qsum = 0;
-        for (int j = 0; j < 8; ++j) {
-            const uint8_t* qs = w[b].qs + 16 * j;
-            const int8_t* q8 = a[b].qs + QK * j;
-            int isum = 0;
-            for (int e = 0; e < QK / 2; ++e)
-                isum += kIq4nlValues[qs[e] & 0xf] * q8[e] + kIq4nlValues[qs[e] >> 4] * q8[e + QK / 2];
-            qsum += (iq4xs_scale(w[b], j) - 32) * isum;
-        }
+        for (int j = 0; j < 8; ++j) qsum += (iq4xs_scale(w[b], j) - 32) * iq4nl_block_dot(w[b].qs + 16 * j, a[b].qs + QK * j);
         sum += a[b].d * fp16_to_fp32(w[b].d) * float(qsum);
     }
     return sum;

@@ -269,27 +269,24 @@ void dequantize_q5_1(const BlockQ5_1* x, float* y, int64_t n) {
     }
 }
 
-void dequantize_iq4_nl(const BlockIQ4_NL* x, float* y, int64_t n) {
-    for (int64_t b = 0; b < n / QK; ++b, y += QK) {
-        const float d = fp16_to_fp32(x[b].d);
-        for (int j = 0; j < QK / 2; ++j) {
-            y[j] = d * kIq4nlValues[x[b].qs[j] & 0xf];
-            y[j + QK / 2] = d * kIq4nlValues[x[b].qs[j] >> 4];
-        }
+namespace {
+// One IQ4_NL block's 16 index bytes at scale d into 32 floats.
+void iq4nl_decode(const uint8_t* qs, float d, float* y) {
+    for (int j = 0; j < QK / 2; ++j) {
+        y[j] = d * kIq4nlValues[qs[j] & 0xf];
+        y[j + QK / 2] = d * kIq4nlValues[qs[j] >> 4];
     }
+}
+}  // namespace
+
+void dequantize_iq4_nl(const BlockIQ4_NL* x, float* y, int64_t n) {
+    for (int64_t b = 0; b < n / QK; ++b, y += QK) iq4nl_decode(x[b].qs, fp16_to_fp32(x[b].d), y);
 }
 
 void dequantize_iq4_xs(const BlockIQ4_XS* x, float* y, int64_t n) {
     for (int64_t b = 0; b < n / QK_K; ++b) {
         const float d = fp16_to_fp32(x[b].d);
-        for (int j = 0; j < 8; ++j, y += QK) {
-            const float dl = d * float(iq4xs_scale(x[b], j) - 32);
-            const uint8_t* qs = x[b].qs + 16 * j;
-            for (int e = 0; e < QK / 2; ++e) {
-                y[e] = dl * kIq4nlValues[qs[e] & 0xf];
-                y[e + QK / 2] = dl * kIq4nlValues[qs[e] >> 4];
-            }
-        }
+        for (int j = 0; j < 8; ++j, y += QK) iq4nl_decode(x[b].qs + 16 * j, d * float(iq4xs_scale(x[b], j) - 32), y);
     }
 }
 

@@ -261,8 +261,8 @@ TEST(QuantizedGreedy, RepackedKQuantModelsGiveTheFileLayoutsLogits) {
 }
 
 // The file-layout kernels of Q4_1, Q5_1, IQ4_NL, Q2_K, Q3_K and IQ4_XS (mapped: no repack): a random 256-wide
-// qwen2 model in each gives the scalar kernels' logits on the SIMD ones within the kernels' rounding (see RepackedKQuantModelsGiveTheFileLayoutsLogits on why the bound is
-// loose), and the same greedy ids.
+// qwen2 model in each gives the scalar kernels' logits on the SIMD ones within the kernels' rounding (see
+// RepackedKQuantModelsGiveTheFileLayoutsLogits on why the bound is loose), and the same greedy ids.
 TEST(QuantizedGreedy, FileLayoutOnlyTypesAgreeAcrossKernels) {
     FLINT_REQUIRE_SHARED("tokenizers/qwen2/vocab.json");
     if (best_isa() == Isa::Scalar) GTEST_SKIP() << "this CPU has no AVX2";

@@ -468,10 +468,10 @@ void tile_k(int64_t cols, const void* w, size_t ws, int nr, const void* a, size_
 // ~13-16 per row and 32 weights (and decode on it was instruction-bound: BENCHMARKS.md).
 
 // The eight rows' block dots of one 32-element block against activation quads aq (int32 lane i = row i):
-// VPMADDUBSW per quad, summed in int16 (in two halves where the levels reach 31), VPMADDWD to int32.
+// VPMADDUBSW per quad, summed in int16 (in two halves where the levels reach 31), VPMADDWD to int32 by mul
+// (int16 pairs: ones, or a row's scale in both halves of its lane, which applies it for free).
 template <bool kHalves>
-inline __m256i quad_dots(const __m256i (&w)[8], const int8_t* aq) {
-    const __m256i ones = _mm256_set1_epi16(1);
+inline __m256i quad_dots(const __m256i (&w)[8], const int8_t* aq, __m256i mul = _mm256_set1_epi16(1)) {
     auto quad = [&](int k) {
         int32_t q;
         std::memcpy(&q, aq + 4 * k, 4);
@@ -483,11 +483,11 @@ inline __m256i quad_dots(const __m256i (&w)[8], const int8_t* aq) {
             lo = _mm256_add_epi16(lo, quad(k));
             hi = _mm256_add_epi16(hi, quad(k + 4));
         }
-        return _mm256_add_epi32(_mm256_madd_epi16(lo, ones), _mm256_madd_epi16(hi, ones));
+        return _mm256_add_epi32(_mm256_madd_epi16(lo, mul), _mm256_madd_epi16(hi, mul));
     } else {
         __m256i s16 = quad(0);
         for (int k = 1; k < 8; ++k) s16 = _mm256_add_epi16(s16, quad(k));
-        return _mm256_madd_epi16(s16, ones);
+        return _mm256_madd_epi16(s16, mul);
     }
 }
 
@@ -558,27 +558,64 @@ constexpr bool kHasMinR8 = requires(const typename W::Block& b) { b.m; };
 
 // IQ4_NL: the nibbles index the signed level table (one VPSHUFB per register, the table in both lanes), and
 // the levels (-127..113) meet the activation as Q8_0_R8's do (q8r8_quad: |w| against a with w's signs).
+// Quad by quad, as group_q8r8 goes: a quad's levels and |w| are made once and meet every token of the pass.
+// The int32 sums are exact, so a token's dots are the same whatever the order or the pass's size. Against
+// the levels made once per block and |w| per token (group_r8's order): 0.5B pp128 on AVX2 (BENCHMARKS.md,
+// Thirty-eighth session).
 inline __m256i q8r8_quad(__m256i isum, __m256i wk, __m256i wabs, const int8_t* aq);  // below, with Q8_0_R8
 struct IQ4NLR8 {
-    using Block = BlockIQ4_NLR8;
-    static void load(const Block& b, __m256i (&w)[8]) { levels(b.qs, w); }
-    // Q4_0_R8-style nibble bytes at qs to eight registers of signed levels (IQ4_XS_R8's sub-blocks too).
-    static void levels(const uint8_t* qs, __m256i (&w)[8]) {
+    // isum[t] += the eight rows' dots of the 32 levels whose Q4_0_R8-style nibble bytes are at qs against
+    // token t's 32 activations at aq[t] (int32 lane i = row i). IQ4_XS_R8's sub-blocks too.
+    template <int T>
+    static void pass_dots(const uint8_t* qs, const int8_t* const (&aq)[T], __m256i (&isum)[T]) {
         const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues)));
-        Q4R8::load_nibbles(qs, w);
-        for (int k = 0; k < 8; ++k) w[k] = _mm256_shuffle_epi8(table, w[k]);
-    }
-    template <typename B>
-    static __m256i dots(const B&, const __m256i (&w)[8], const BlockQ8_0S& a) { return quad_dots(w, a.qs); }
-    // The eight rows' dots of 32 levels against the activation's 32 at aq (int32 lane i = row i).
-    static __m256i quad_dots(const __m256i (&w)[8], const int8_t* aq) {
-        __m256i isum = _mm256_setzero_si256();
-        for (int k = 0; k < 8; ++k) isum = q8r8_quad(isum, w[k], _mm256_abs_epi8(w[k]), aq + 4 * k);
-        return isum;
+        const __m256i m4 = _mm256_set1_epi8(0x0f);
+        if constexpr (T == 1) {
+            // One token (decode): the block's four loads first, then the quads.
+            __m256i w[8];
+            Q4R8::load_nibbles(qs, w);
+            for (int k = 0; k < 8; ++k) {
+                w[k] = _mm256_shuffle_epi8(table, w[k]);
+                isum[0] = q8r8_quad(isum[0], w[k], _mm256_abs_epi8(w[k]), aq[0] + 4 * k);
+            }
+            return;
+        }
+        for (int k = 0; k < 4; ++k) {
+            const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * k));
+            const __m256i lo = _mm256_shuffle_epi8(table, _mm256_and_si256(v, m4));
+            const __m256i hi = _mm256_shuffle_epi8(table, _mm256_and_si256(_mm256_srli_epi16(v, 4), m4));
+            const __m256i lo_abs = _mm256_abs_epi8(lo), hi_abs = _mm256_abs_epi8(hi);
+            for (int t = 0; t < T; ++t) {
+                isum[t] = q8r8_quad(isum[t], lo, lo_abs, aq[t] + 4 * k);
+                isum[t] = q8r8_quad(isum[t], hi, hi_abs, aq[t] + 4 * (k + 4));
+            }
+        }
     }
 };
 
-// The 32-element eight-row nibble layouts (Q4_0, Q5_0, IQ4_NL, Q4_1, Q5_1) against T tokens: W::load takes a block's levels
+template <int T>
+void group_iq4nlr8(int64_t nb, const BlockIQ4_NLR8* wb, const uint8_t* a, size_t as, float* y, int64_t ldy) {
+    const BlockQ8_0S* at[T];
+    for (int t = 0; t < T; ++t) at[t] = reinterpret_cast<const BlockQ8_0S*>(a + size_t(t) * as);
+    __m256 acc[T];
+    for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+        prefetch_stream(wb + b, sizeof(wb[b]));
+        const int8_t* aq[T];
+        __m256i isum[T];
+        for (int t = 0; t < T; ++t) {
+            aq[t] = at[t][b].qs;
+            isum[t] = _mm256_setzero_si256();
+        }
+        IQ4NLR8::pass_dots<T>(wb[b].qs, aq, isum);
+        const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb[b].d)));
+        for (int t = 0; t < T; ++t)
+            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), _mm256_mul_ps(d, _mm256_set1_ps(at[t][b].d)), acc[t]);
+    }
+    for (int t = 0; t < T; ++t) _mm256_storeu_ps(y + t * ldy, acc[t]);
+}
+
+// The 32-element eight-row nibble layouts (Q4_0, Q5_0, Q4_1, Q5_1) against T tokens: W::load takes a block's levels
 // into registers once, W::dots gives one token's eight block dots from them.
 template <typename W, int T>
 void group_r8(int64_t nb, const typename W::Block* wb, const uint8_t* a, size_t as, float* y, int64_t ldy) {
@@ -711,9 +748,9 @@ void decode_tile_q8r8(int64_t nb, const uint8_t* w, size_t gs, int ng, const uin
 
 // ---- Q4_K, eight rows interleaved (BlockQ4_KR8) -------------------------------------------------------
 // Per 32-element sub-block j: Q4_0_R8's eight VPMADDUBSW per token give the eight rows' integer dots (levels
-// 0..15, no offset), VPMULLD applies the rows' 6-bit scales and the sub-blocks add up exactly in int32, as
-// the file's scalar reference sums; the mins meet the activation's 32-element sums (from Q8_K's bsums) the
-// same way. One convert pair and two FMAs per token and super-block. The rows' scales and mins are unpacked
+// 0..15, no offset), the VPMADDWD that widens them to int32 applies the rows' 6-bit scales (at most 2 x
+// 30,480 x 63), and the sub-blocks add up exactly in int32, as the file's scalar reference sums; the mins
+// meet the activation's two 16-element sums (Q8_K's bsums) in one more VPMADDWD. One convert pair and two FMAs per token and super-block. The rows' scales and mins are unpacked
 // from their three packed words once per super-block, four per 32-bit lane, as k4_scales_mins does.
 // Sub-block j's levels, one register per 4-element quad; Q5_K's reach 31, so its int16 sums go in halves.
 struct Q4KR8 {
@@ -756,13 +793,16 @@ void group_q45kr8(int64_t nb, const typename L::Block* wb, const uint8_t* a, siz
             __m256i w[8];
             L::load(B, j, w);
             const int sh = 8 * (j % 4);
-            const __m256i scj = _mm256_and_si256(_mm256_srli_epi32(sc[j / 4], sh), lo8);
-            const __m256i mj = _mm256_and_si256(_mm256_srli_epi32(mn[j / 4], sh), lo8);
+            // The rows' scale and min of sub-block j in both int16 halves of their lanes (see quad_dots); the
+            // min meets the activation's two 16-element sums in one VPMADDWD.
+            auto both_halves = [](__m256i v) { return _mm256_or_si256(v, _mm256_slli_epi32(v, 16)); };
+            const __m256i scj = both_halves(_mm256_and_si256(_mm256_srli_epi32(sc[j / 4], sh), lo8));
+            const __m256i mj = both_halves(_mm256_and_si256(_mm256_srli_epi32(mn[j / 4], sh), lo8));
             for (int t = 0; t < T; ++t) {
-                const __m256i dot = quad_dots<L::kHalves>(w, at[t][b].qs + 32 * j);
-                qsum[t] = _mm256_add_epi32(qsum[t], _mm256_mullo_epi32(dot, scj));
-                const int asum = at[t][b].bsums[2 * j] + at[t][b].bsums[2 * j + 1];
-                msum[t] = _mm256_add_epi32(msum[t], _mm256_mullo_epi32(mj, _mm256_set1_epi32(asum)));
+                qsum[t] = _mm256_add_epi32(qsum[t], quad_dots<L::kHalves>(w, at[t][b].qs + 32 * j, scj));
+                int32_t sums;  // an int16 pair
+                std::memcpy(&sums, at[t][b].bsums + 2 * j, 4);
+                msum[t] = _mm256_add_epi32(msum[t], _mm256_madd_epi16(mj, _mm256_set1_epi32(sums)));
             }
         }
         const __m256 dr = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(B.d)));
@@ -799,11 +839,15 @@ void group_iq4xsr8(int64_t nb, const BlockIQ4_XSR8* wb, const uint8_t* a, size_t
         __m256i qsum[T];
         for (int t = 0; t < T; ++t) qsum[t] = _mm256_setzero_si256();
         for (int j = 0; j < 8; ++j) {
-            __m256i w[8];
-            IQ4NLR8::levels(B.qs[j], w);
+            const int8_t* aq[T];
+            __m256i dot[T];
+            for (int t = 0; t < T; ++t) {
+                aq[t] = at[t][b].qs + 32 * j;
+                dot[t] = _mm256_setzero_si256();
+            }
+            IQ4NLR8::pass_dots<T>(B.qs[j], aq, dot);
             const __m256i scj = _mm256_sub_epi32(_mm256_and_si256(_mm256_srli_epi32(sc[j / 4], 8 * (j % 4)), lo8), s32);
-            for (int t = 0; t < T; ++t)
-                qsum[t] = _mm256_add_epi32(qsum[t], _mm256_mullo_epi32(IQ4NLR8::quad_dots(w, at[t][b].qs + 32 * j), scj));
+            for (int t = 0; t < T; ++t) qsum[t] = _mm256_add_epi32(qsum[t], _mm256_mullo_epi32(dot[t], scj));
         }
         const __m256 dr = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(B.d)));
         for (int t = 0; t < T; ++t)
@@ -816,8 +860,8 @@ void group_iq4xsr8(int64_t nb, const BlockIQ4_XSR8* wb, const uint8_t* a, size_t
 // Per pair of 16-element sub-blocks: the levels rebuilt into eight registers of quads (Q6_K: 0..63 from
 // Q4_0_R8-style nibbles and a register of top bits per four quads, a shift, an AND and an OR each; Q3_K: 0..7
 // from two-bit fields and a plane of high bits per pair; Q2_K: 0..3); per sub-block four VPMADDUBSW per token
-// summed two at a time in int16 (at most 2 x 2 x 63 x 127 = 32,004), VPMADDWD to int32, the rows' scales
-// applied with VPMULLD, and the offset (-32, -4) as -offset * scale * (the activation's 16-element sums)
+// summed two at a time in int16 (at most 2 x 2 x 63 x 127 = 32,004; Q3_K's and Q2_K's four), VPMADDWD to
+// int32 with the rows' scales as its multiplier, and the offset (-32, -4) as -offset * scale * (the activation's 16-element sums)
 // through one VPMADDWD per pair (Q2_K: its mins, times dmin, once per super-block). All in int32 until one
 // convert and one FMA per token and super-block.
 
@@ -825,6 +869,7 @@ void group_iq4xsr8(int64_t nb, const BlockIQ4_XSR8* wb, const uint8_t* a, size_t
 struct Q6KPairsR8 {
     using Block = BlockQ6_KR8;
     static constexpr int kOffset = 32;
+    static constexpr bool kSmallLevels = false;
     struct Scales {};
     static Scales scales(const Block&) { return {}; }
     static void levels(const Block& B, int P, __m256i (&w)[8]) {
@@ -860,6 +905,7 @@ inline void two_bit_levels_r8(const uint8_t (&lo)[2][32], __m256i (&w)[8]) {
 struct Q3KPairsR8 {
     using Block = BlockQ3_KR8;
     static constexpr int kOffset = 4;
+    static constexpr bool kSmallLevels = true;
     struct Scales {
         __m256i aux[4];
     };
@@ -901,6 +947,7 @@ struct Q3KPairsR8 {
 struct Q2KPairsR8 {
     using Block = BlockQ2_KR8;
     static constexpr int kOffset = 0;
+    static constexpr bool kSmallLevels = true;
     struct Scales {};
     static Scales scales(const Block&) { return {}; }
     static void levels(const Block& B, int P, __m256i (&w)[8]) { two_bit_levels_r8(B.p[P].lo, w); }
@@ -919,7 +966,6 @@ void group_k16_pairs_r8(int64_t nb, const typename U::Block* wb, const uint8_t* 
     for (int t = 0; t < T; ++t) at[t] = reinterpret_cast<const BlockQ8_K*>(a + size_t(t) * as);
     __m256 acc[T];
     for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
-    const __m256i ones = _mm256_set1_epi16(1);
     for (int64_t b = 0; b < nb; ++b) {
         const typename U::Block& B = wb[b];
         const typename U::Scales sc = U::scales(B);
@@ -928,9 +974,12 @@ void group_k16_pairs_r8(int64_t nb, const typename U::Block* wb, const uint8_t* 
         for (int P = 0; P < 8; ++P) {
             __m256i w[8];
             U::levels(B, P, w);
-            // Lane i: the rows' two scales as an int16 pair; each as an int32; -offset * the pair.
+            // Lane i: the rows' two scales as an int16 pair; each in both halves of the lane (VPMADDWD then
+            // applies it to the lane's two partial sums and adds them); -offset * the pair.
             const __m256i pair = U::pair(B, sc, P);
-            const __m256i s0 = _mm256_srai_epi32(_mm256_slli_epi32(pair, 16), 16), s1 = _mm256_srai_epi32(pair, 16);
+            const __m256i lo16 = _mm256_set1_epi32(0xffff);
+            const __m256i s0 = _mm256_or_si256(_mm256_and_si256(pair, lo16), _mm256_slli_epi32(pair, 16));
+            const __m256i s1 = _mm256_or_si256(_mm256_andnot_si256(lo16, pair), _mm256_srli_epi32(pair, 16));
             [[maybe_unused]] const __m256i neg =
                 _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_mullo_epi16(pair, _mm256_set1_epi16(U::kOffset)));
             for (int t = 0; t < T; ++t) {
@@ -941,9 +990,12 @@ void group_k16_pairs_r8(int64_t nb, const typename U::Block* wb, const uint8_t* 
                     std::memcpy(&q, aq + 4 * k, 4);
                     return _mm256_maddubs_epi16(w[k], _mm256_set1_epi32(q));
                 };
-                auto sub_dot = [&](int k0) {  // registers k0 .. k0 + 3: one sub-block's 16 elements
-                    return _mm256_add_epi32(_mm256_madd_epi16(_mm256_add_epi16(quad(k0), quad(k0 + 1)), ones),
-                                            _mm256_madd_epi16(_mm256_add_epi16(quad(k0 + 2), quad(k0 + 3)), ones));
+                // Registers k0 .. k0 + 3, one sub-block's 16 elements, times its scales sk: the int16 sums
+                // two quads at a time (four where the levels stay under 8: 4 x 2 x 7 x 127 = 7,112).
+                auto sub_dot = [&](int k0, __m256i sk) {
+                    const __m256i h0 = _mm256_add_epi16(quad(k0), quad(k0 + 1)), h1 = _mm256_add_epi16(quad(k0 + 2), quad(k0 + 3));
+                    if constexpr (U::kSmallLevels) return _mm256_madd_epi16(_mm256_add_epi16(h0, h1), sk);
+                    else return _mm256_add_epi32(_mm256_madd_epi16(h0, sk), _mm256_madd_epi16(h1, sk));
                 };
                 __m256i q = qsum[t];
                 if constexpr (U::kOffset != 0) {
@@ -951,8 +1003,7 @@ void group_k16_pairs_r8(int64_t nb, const typename U::Block* wb, const uint8_t* 
                     std::memcpy(&sums, ab.bsums + 2 * P, 4);
                     q = _mm256_add_epi32(q, _mm256_madd_epi16(neg, _mm256_set1_epi32(sums)));
                 }
-                q = _mm256_add_epi32(q, _mm256_mullo_epi32(sub_dot(0), s0));
-                qsum[t] = _mm256_add_epi32(q, _mm256_mullo_epi32(sub_dot(4), s1));
+                qsum[t] = _mm256_add_epi32(q, _mm256_add_epi32(sub_dot(0, s0), sub_dot(4, s1)));
             }
         }
         const __m256 dr = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(B.d)));
@@ -978,13 +1029,15 @@ void group_k16_pairs_r8(int64_t nb, const typename U::Block* wb, const uint8_t* 
 }
 
 // The eight-row group kernels as tile_groups (tensor/tile_groups.h) wants them. Tokens a pass: 9 for the
-// 4- and 5-bit 32-element layouts, 6 for Q8_0_R8, Q4_K, Q5_K and IQ4_XS, 2 for Q6_K. Only ~3 (2) accumulators fit
-// the sixteen ymm registers beside the eight weight registers, and the rest live on the stack, but one
-// token's spill and reload per block costs less than another pass that re-streams and re-unpacks the
-// weights: one thread, 8192x4864 (kernels_bench Cpu1TLayouts, two alternating rounds), 3 -> 9 tokens: Q4_0
-// at 17 tokens 7.8 -> 6.9 ms, Q5_0 12.2 -> 8.7; 2 -> 6: Q4_K 10.3 -> 7.9, Q5_K 15.8 -> 10.5 (4-8 tokens
-// 1.15-1.45x too); flat beyond.
-// Q6_K's kernel has more live registers: 4 tokens in one pass were 8% slower than two passes of 2.
+// 4- and 5-bit 32-element layouts, Q6_K and Q3_K, 6 for Q8_0_R8, Q4_K, Q5_K, IQ4_XS and Q2_K. Only ~3 (2)
+// accumulators fit the sixteen ymm registers beside the eight weight registers, and the rest live on the
+// stack, but one token's spill and reload per block costs less than another pass that re-streams and
+// re-unpacks the weights: one thread, 8192x4864 (kernels_bench Cpu1TLayouts, two alternating rounds), 3 -> 9
+// tokens: Q4_0 at 17 tokens 7.8 -> 6.9 ms, Q5_0 12.2 -> 8.7; 2 -> 6: Q4_K 10.3 -> 7.9, Q5_K 15.8 -> 10.5 (4-8
+// tokens 1.15-1.45x too); flat beyond. The 16-element pairs (Q6_K, Q3_K, Q2_K) once took 2 a pass; since
+// their scales go through VPMADDWD instead of VPMULLD, more pay: 1.5B pp128 on AVX2, 2 -> 4 -> 6 -> 9
+// tokens, Q6_K 90 -> 113 -> 120 -> 125 tok/s, Q3_K 78 -> 99 -> 106 -> 125, Q2_K 119 -> 139 -> 148 -> 123
+// (7: 136, 8: 125; BENCHMARKS.md, Thirty-eighth session).
 template <typename W>
 struct R8 {
     template <int T>
@@ -1003,6 +1056,12 @@ struct IQ4XSR8 {
     template <int T>
     struct K {
         static constexpr auto run = group_iq4xsr8<T>;
+    };
+};
+struct IQ4NLR8Pass {
+    template <int T>
+    struct K {
+        static constexpr auto run = group_iq4nlr8<T>;
     };
 };
 template <typename U>
@@ -1096,7 +1155,7 @@ void fill_avx2(KernelSet& k) {
     k.tile[id(DType::Q8_0_R8)] = tile_groups<kR8Rows, BlockQ8_0R8, Q8R8Pass::K, 6, QK, decode_tile_q8r8>;
     k.tile[id(DType::Q4_0_R8)] = tile_groups<kR8Rows, BlockQ4_0R8, R8<Q4R8>::K, 9, QK>;
     k.tile[id(DType::Q5_0_R8)] = tile_groups<kR8Rows, BlockQ5_0R8, R8<Q5R8>::K, 9, QK>;
-    k.tile[id(DType::IQ4_NL_R8)] = tile_groups<kR8Rows, BlockIQ4_NLR8, R8<IQ4NLR8>::K, 9, QK>;
+    k.tile[id(DType::IQ4_NL_R8)] = tile_groups<kR8Rows, BlockIQ4_NLR8, IQ4NLR8Pass::K, 9, QK>;
     k.tile[id(DType::Q4_1_R8)] = tile_groups<kR8Rows, BlockQ4_1R8, R8<Q41R8>::K, 9, QK>;
     k.tile[id(DType::Q5_1_R8)] = tile_groups<kR8Rows, BlockQ5_1R8, R8<Q51R8>::K, 9, QK>;
     for (DType t : {DType::Q8_0_R8, DType::Q4_0_R8, DType::Q5_0_R8, DType::IQ4_NL_R8, DType::Q4_1_R8, DType::Q5_1_R8})
@@ -1114,9 +1173,9 @@ void fill_avx2(KernelSet& k) {
     k.repack[id(DType::Q4_K)] = DType::Q4_K_R8;
     k.repack[id(DType::Q5_K)] = DType::Q5_K_R8;
     k.repack[id(DType::IQ4_XS)] = DType::IQ4_XS_R8;
-    k.tile[id(DType::Q6_K_R8)] = tile_groups<kR8Rows, BlockQ6_KR8, K16PairsR8<Q6KPairsR8>::K, 2, QK_K>;
-    k.tile[id(DType::Q3_K_R8)] = tile_groups<kR8Rows, BlockQ3_KR8, K16PairsR8<Q3KPairsR8>::K, 2, QK_K>;
-    k.tile[id(DType::Q2_K_R8)] = tile_groups<kR8Rows, BlockQ2_KR8, K16PairsR8<Q2KPairsR8>::K, 2, QK_K>;
+    k.tile[id(DType::Q6_K_R8)] = tile_groups<kR8Rows, BlockQ6_KR8, K16PairsR8<Q6KPairsR8>::K, 9, QK_K>;
+    k.tile[id(DType::Q3_K_R8)] = tile_groups<kR8Rows, BlockQ3_KR8, K16PairsR8<Q3KPairsR8>::K, 9, QK_K>;
+    k.tile[id(DType::Q2_K_R8)] = tile_groups<kR8Rows, BlockQ2_KR8, K16PairsR8<Q2KPairsR8>::K, 6, QK_K>;
     for (DType t : {DType::Q6_K_R8, DType::Q3_K_R8, DType::Q2_K_R8}) k.stream_tokens[id(t)] = 255;
     k.repack[id(DType::Q6_K)] = DType::Q6_K_R8;
     k.repack[id(DType::Q3_K)] = DType::Q3_K_R8;

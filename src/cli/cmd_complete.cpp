@@ -1,12 +1,14 @@
 // `flint complete FILE:LINE:COL` — fill-in-the-middle at a cursor: the text before it is the prefix, the
-// text after it the suffix; a running `flint serve` builds the FIM prompt for a model with FIM tokens
-// (legacy /v1/completions with `suffix`). Prints only the completion: what an editor calls per keystroke.
+// text after it the suffix, each cut to a window of lines around the cursor (client/fim_window.h); a
+// running `flint serve` builds the FIM prompt for a model with FIM tokens (legacy /v1/completions with
+// `suffix`). Prints only the completion: what an editor calls per keystroke.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 
 #include "cli/commands.h"
 #include "client/files.h"
+#include "client/fim_window.h"
 #include "client/http_client.h"
 #include "client/responses.h"
 #include "util/error.h"
@@ -21,6 +23,7 @@ struct CompleteOptions {
     std::string url = "http://127.0.0.1:8080";
     std::string model, api_key;
     int max_tokens = 64;
+    int prefix_lines = 256, suffix_lines = 64;
     double temperature = 0;
     std::vector<std::string> stop;
     bool verbose = false;
@@ -69,8 +72,9 @@ void complete(const CompleteOptions& o) {
     const Cursor c = parse_cursor(o.where);
     const TextFile f = read_text_file(c.file, 1 << 20);
     const size_t at = offset_of(f.text, c);
-    nlohmann::json body = {{"prompt", f.text.substr(0, at)},
-                           {"suffix", f.text.substr(at)},
+    const FimWindow w = fim_window(f.text, at, size_t(o.prefix_lines), size_t(o.suffix_lines));
+    nlohmann::json body = {{"prompt", w.prefix},
+                           {"suffix", w.suffix},
                            {"max_tokens", o.max_tokens},
                            {"temperature", o.temperature},
                            {"stream", false}};
@@ -97,9 +101,10 @@ void complete(const CompleteOptions& o) {
     if (o.verbose) {
         // The text is out already: a usage of the wrong shape prints as zeros rather than failing the command.
         const nlohmann::json u = j.contains("usage") ? j["usage"] : nlohmann::json();
-        std::fprintf(stderr, "\n[%d prompt tokens (%d cached), %d completion tokens, %.1f ms round trip; server: %s]\n",
-                     int_at(u, "prompt_tokens"), int_at(u, "prompt_tokens_details", "cached_tokens"),
-                     int_at(u, "completion_tokens"), ms, res.headers.count("server-timing") ? res.headers["server-timing"].c_str() : "-");
+        std::fprintf(stderr, "\n[lines %zu-%zu of %zu sent; %d prompt tokens (%d cached), %d completion tokens, %.1f ms round trip; server: %s]\n",
+                     w.first_line + 1, w.end_line, w.lines, int_at(u, "prompt_tokens"),
+                     int_at(u, "prompt_tokens_details", "cached_tokens"), int_at(u, "completion_tokens"), ms,
+                     res.headers.count("server-timing") ? res.headers["server-timing"].c_str() : "-");
     }
 }
 
@@ -113,6 +118,13 @@ void register_complete(CLI::App& app) {
     cmd->add_option("--model", o->model, "Model name (default: the server's only model)");
     cmd->add_option("--api-key", o->api_key, "API key (default: $FLINT_API_KEY)");
     cmd->add_option("-n,--max-tokens", o->max_tokens, "Most tokens to generate (default 64)")->check(CLI::Range(1, 1 << 20));
+    cmd->add_option("--prefix-lines", o->prefix_lines,
+                    "Lines above the cursor's to send (default 256; 0: all). The window starts on a multiple of 32 lines, "
+                    "so it stays put while the cursor moves and the server's prefix cache keeps it")
+        ->check(CLI::Range(0, 1 << 24));
+    cmd->add_option("--suffix-lines", o->suffix_lines,
+                    "Lines below the cursor's to send (default 64; 0: all). The server prefills these again on every call")
+        ->check(CLI::Range(0, 1 << 24));
     cmd->add_option("--temp", o->temperature, "Sampling temperature (default 0: greedy)")->check(CLI::Range(0.0, 2.0));
     cmd->add_option("--stop", o->stop, "Stop sequence (repeatable)");
     cmd->add_flag("-v,--verbose", o->verbose, "Token counts and timing on stderr");

@@ -1,6 +1,7 @@
 // flint edit and flint complete end to end against a real `flint serve`, and their bad-input cases:
 // the file is never touched unless the user confirmed.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "client/client_test_util.h"
 #include "client/scripted_peers.h"
@@ -144,6 +145,36 @@ TEST_F(CompleteTest, FillsTheMiddleAtTheCursorLikeTheEngineDoes) {
     EXPECT_EQ(r.out, ref.out);
 }
 
+// The window around the cursor starts on a multiple of 32 lines, so moving to the next line keeps the
+// prompt's start and the server finds the earlier lines cached (a start one line later would share only
+// the FIM token).
+TEST_F(CompleteTest, TheNextLineFindsTheWindowCached) {
+    std::string text;
+    for (int i = 0; i < 200; ++i) text += "x" + std::to_string(i % 7) + " = f(" + std::to_string(i % 10) + ")\n";
+    const std::string file = dir_ + "/w.py";
+    write_file(file, text);
+    struct Usage {
+        int prompt = -1, cached = -1;
+    };
+    auto complete_at = [&](int line, const std::string& lines_sent) {
+        auto r = run_flint("complete " + file + ":" + std::to_string(line) + ":1 --prefix-lines 20 --suffix-lines 2 -n 4 -v --url " +
+                               server_->http_url(),
+                           dir_ + "/err.txt");
+        const std::string err = read_text(dir_ + "/err.txt");
+        EXPECT_EQ(r.exit_code, 0) << err;
+        EXPECT_NE(err.find("[lines " + lines_sent + " of 201 sent; "), std::string::npos) << err;
+        Usage u;
+        const size_t at = err.find(" sent; ");
+        if (at != std::string::npos) std::sscanf(err.c_str() + at, " sent; %d prompt tokens (%d cached)", &u.prompt, &u.cached);
+        return u;
+    };
+    // Line 150: 20 lines up is line 130, the window starts at 129 (0-based 128); the suffix ends with line 152.
+    const Usage first = complete_at(150, "129-152");
+    const Usage next = complete_at(151, "129-153");
+    ASSERT_GT(first.prompt, 100);
+    EXPECT_GT(next.cached, first.prompt / 2) << next.cached << " of " << next.prompt;
+}
+
 TEST_F(CompleteTest, BadInputFailsWithAMessage) {
     const std::string file = dir_ + "/a.py";
     write_file(file, "x = 1\ny = 2\n");
@@ -188,13 +219,13 @@ TEST(CompleteReply, AUsageOfTheWrongShapeStillGivesTheCompletion) {
     };
     const std::vector<Case> cases = {
         {R"({"choices":[{"text":"pass"}],"usage":{"prompt_tokens":7,"prompt_tokens_details":{"cached_tokens":2},"completion_tokens":1}})",
-         "[7 prompt tokens (2 cached), 1 completion tokens"},
-        {R"({"choices":[{"text":"pass"}],"usage":"lots"})", "[0 prompt tokens (0 cached), 0 completion tokens"},
+         "; 7 prompt tokens (2 cached), 1 completion tokens"},
+        {R"({"choices":[{"text":"pass"}],"usage":"lots"})", "; 0 prompt tokens (0 cached), 0 completion tokens"},
         {R"({"choices":[{"text":"pass"}],"usage":{"prompt_tokens":"7","prompt_tokens_details":3,"completion_tokens":null}})",
-         "[0 prompt tokens (0 cached), 0 completion tokens"},
+         "; 0 prompt tokens (0 cached), 0 completion tokens"},
         {R"({"choices":[{"text":"pass"}],"usage":{"prompt_tokens":7,"prompt_tokens_details":{"cached_tokens":[2]}}})",
-         "[7 prompt tokens (0 cached), 0 completion tokens"},
-        {R"({"choices":[{"text":"pass"}]})", "[0 prompt tokens (0 cached), 0 completion tokens"},
+         "; 7 prompt tokens (0 cached), 0 completion tokens"},
+        {R"({"choices":[{"text":"pass"}]})", "; 0 prompt tokens (0 cached), 0 completion tokens"},
     };
     for (const Case& c : cases) {
         CannedHttpServer s(c.body);
@@ -210,6 +241,41 @@ TEST(CompleteReply, AUsageOfTheWrongShapeStillGivesTheCompletion) {
         EXPECT_NE(r.exit_code, 0) << body;
         EXPECT_EQ(r.out, "") << body;
         EXPECT_NE(read_text(dir + "/err.txt").find("no choices[0].text"), std::string::npos) << body << ": " << read_text(dir + "/err.txt");
+    }
+    fs::remove_all(dir);
+}
+
+// What goes on the wire: the lines around the cursor, or the whole file with 0; bad window sizes refused.
+TEST(CompleteWindow, SendsTheLinesAroundTheCursor) {
+    const std::string dir = temp_dir("complete-window");
+    std::string text;
+    for (int i = 1; i <= 100; ++i) text += "line " + std::to_string(i) + "\n";
+    write_file(dir + "/a.py", text);
+    auto sent = [&](const std::string& args) {
+        std::string body;
+        {
+            CannedHttpServer s(R"({"choices":[{"text":"pass"}]})", CannedHttpServer::kWhole, &body);
+            auto r = run_flint("complete " + dir + "/a.py:80:3 " + args + " --url " + s.url(), dir + "/err.txt");
+            EXPECT_EQ(r.exit_code, 0) << args << ": " << read_text(dir + "/err.txt");
+        }
+        auto j = nlohmann::json::parse(body, nullptr, false);
+        EXPECT_TRUE(j.is_object()) << body;
+        return j.is_object() ? std::pair(j.value("prompt", ""), j.value("suffix", "")) : std::pair<std::string, std::string>();
+    };
+    const size_t line80 = text.find("line 80\n");
+    // 40 lines up from 80 is 40 (0-based 39), down to 0-based 32: the prompt starts with line 33.
+    auto [prompt, suffix] = sent("--prefix-lines 40 --suffix-lines 3");
+    EXPECT_EQ(prompt, text.substr(text.find("line 33\n"), line80 + 2 - text.find("line 33\n")));
+    EXPECT_EQ(suffix, "ne 80\nline 81\nline 82\nline 83\n");
+    std::tie(prompt, suffix) = sent("--prefix-lines 0 --suffix-lines 0");
+    EXPECT_EQ(prompt + suffix, text);
+    EXPECT_EQ(prompt.size(), line80 + 2);
+    std::tie(prompt, suffix) = sent("");  // the defaults, 256 and 64 lines, hold all of a 100-line file
+    EXPECT_EQ(prompt + suffix, text);
+    for (const char* bad : {"--prefix-lines -1", "--suffix-lines x", "--prefix-lines 99999999"}) {
+        auto r = run_flint("complete " + dir + "/a.py:1:1 " + bad + " --url http://127.0.0.1:1", dir + "/err.txt");
+        EXPECT_NE(r.exit_code, 0) << bad;
+        EXPECT_NE(read_text(dir + "/err.txt").find(std::string(bad).substr(0, 14)), std::string::npos) << bad << ": " << read_text(dir + "/err.txt");
     }
     fs::remove_all(dir);
 }

@@ -79,16 +79,18 @@ struct RawReply {
 class CannedHttpServer : public OneConnectionServer {
 public:
     static constexpr size_t kWhole = static_cast<size_t>(-1);
-    explicit CannedHttpServer(std::string body, size_t stall_after = kWhole)
+    // request_body, if given, receives the request's body (read it after the server is destroyed).
+    explicit CannedHttpServer(std::string body, size_t stall_after = kWhole, std::string* request_body = nullptr)
         : CannedHttpServer(RawReply{"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
                                     std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body},
-                           stall_after) {}
-    explicit CannedHttpServer(RawReply reply, size_t stall_after = kWhole)
-        : OneConnectionServer([reply = std::move(reply.bytes), stall_after](boost::asio::ip::tcp::socket& s) {
+                           stall_after, request_body) {}
+    explicit CannedHttpServer(RawReply reply, size_t stall_after = kWhole, std::string* request_body = nullptr)
+        : OneConnectionServer([reply = std::move(reply.bytes), stall_after, request_body](boost::asio::ip::tcp::socket& s) {
               namespace http = boost::beast::http;
               boost::beast::flat_buffer buf;
               http::request<http::string_body> req;
               http::read(s, buf, req);
+              if (request_body) *request_body = req.body();
               boost::asio::write(s, boost::asio::buffer(reply.data(), std::min(stall_after, reply.size())));
               if (stall_after < reply.size()) {
                   char c;

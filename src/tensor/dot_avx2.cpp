@@ -558,12 +558,17 @@ constexpr bool kHasMinR8 = requires(const typename W::Block& b) { b.m; };
 
 // IQ4_NL: the nibbles index the signed level table (one VPSHUFB per register, the table in both lanes), and
 // the levels (-127..113) meet the activation as Q8_0_R8's do (q8r8_quad: |w| against a with w's signs).
-// Quad by quad, as group_q8r8 goes: a quad's levels and |w| are made once and meet every token of the pass.
+// Quad by quad, as Q8_0_R8 goes: a quad's levels and |w| are made once and meet every token of the pass.
 // The int32 sums are exact, so a token's dots are the same whatever the order or the pass's size. Against
 // the levels made once per block and |w| per token (group_r8's order): 0.5B pp128 on AVX2 (BENCHMARKS.md,
 // Thirty-eighth session).
 inline __m256i q8r8_quad(__m256i isum, __m256i wk, __m256i wabs, const int8_t* aq);  // below, with Q8_0_R8
 struct IQ4NLR8 {
+    using Block = BlockIQ4_NLR8;
+    template <int T>
+    static void pass_dots(const Block& b, const int8_t* const (&aq)[T], __m256i (&isum)[T]) {
+        pass_dots<T>(b.qs, aq, isum);
+    }
     // isum[t] += the eight rows' dots of the 32 levels whose Q4_0_R8-style nibble bytes are at qs against
     // token t's 32 activations at aq[t] (int32 lane i = row i). IQ4_XS_R8's sub-blocks too.
     template <int T>
@@ -592,28 +597,6 @@ struct IQ4NLR8 {
         }
     }
 };
-
-template <int T>
-void group_iq4nlr8(int64_t nb, const BlockIQ4_NLR8* wb, const uint8_t* a, size_t as, float* y, int64_t ldy) {
-    const BlockQ8_0S* at[T];
-    for (int t = 0; t < T; ++t) at[t] = reinterpret_cast<const BlockQ8_0S*>(a + size_t(t) * as);
-    __m256 acc[T];
-    for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
-    for (int64_t b = 0; b < nb; ++b) {
-        prefetch_stream(wb + b, sizeof(wb[b]));
-        const int8_t* aq[T];
-        __m256i isum[T];
-        for (int t = 0; t < T; ++t) {
-            aq[t] = at[t][b].qs;
-            isum[t] = _mm256_setzero_si256();
-        }
-        IQ4NLR8::pass_dots<T>(wb[b].qs, aq, isum);
-        const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb[b].d)));
-        for (int t = 0; t < T; ++t)
-            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), _mm256_mul_ps(d, _mm256_set1_ps(at[t][b].d)), acc[t]);
-    }
-    for (int t = 0; t < T; ++t) _mm256_storeu_ps(y + t * ldy, acc[t]);
-}
 
 // The 32-element eight-row nibble layouts (Q4_0, Q5_0, Q4_1, Q5_1) against T tokens: W::load takes a block's levels
 // into registers once, W::dots gives one token's eight block dots from them.
@@ -675,32 +658,47 @@ inline __m256i q8r8_dots(const BlockQ8_0R8& w, const BlockQ8_0S& a) {
 // one dependent sum per token): kernels_bench Cpu1T/0/896/4864/512/1/1 on the AVX2-only Zen 3 host, five
 // alternating rounds, median 96 GFLOP/s a core against 85; eight tokens a pass no better than six
 // (BENCHMARKS.md, Fifteenth session).
-template <int T>
-void group_q8r8(int64_t nb, const BlockQ8_0R8* wb, const uint8_t* a, size_t as, float* y, int64_t ldy) {
+struct Q8R8 {
+    using Block = BlockQ8_0R8;
+    template <int T>
+    static void pass_dots(const Block& b, const int8_t* const (&aq)[T], __m256i (&isum)[T]) {
+        const auto* wq = reinterpret_cast<const __m256i*>(b.qs);
+        for (int k = 0; k < 8; ++k) {
+            const __m256i wk = _mm256_loadu_si256(wq + k);
+            const __m256i wabs = _mm256_abs_epi8(wk);
+            for (int t = 0; t < T; ++t) isum[t] = q8r8_quad(isum[t], wk, wabs, aq[t] + 4 * k);
+        }
+    }
+};
+
+// The signed-level eight-row layouts (Q8_0_R8, IQ4_NL_R8) against T tokens: W::pass_dots gives every token's
+// int32 block dots, then one convert, one scale product and one FMA per token and eight rows.
+template <typename W, int T>
+void group_signed_r8(int64_t nb, const typename W::Block* wb, const uint8_t* a, size_t as, float* y, int64_t ldy) {
     const BlockQ8_0S* at[T];
     for (int t = 0; t < T; ++t) at[t] = reinterpret_cast<const BlockQ8_0S*>(a + size_t(t) * as);
     __m256 acc[T];
     for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
         prefetch_stream(wb + b, sizeof(wb[b]));
-        const auto* wq = reinterpret_cast<const __m256i*>(wb[b].qs);
+        const int8_t* aq[T];
         __m256i isum[T];
-        for (int t = 0; t < T; ++t) isum[t] = _mm256_setzero_si256();
-        for (int k = 0; k < 8; ++k) {
-            const __m256i wk = _mm256_loadu_si256(wq + k);
-            const __m256i wabs = _mm256_abs_epi8(wk);
-            for (int t = 0; t < T; ++t) isum[t] = q8r8_quad(isum[t], wk, wabs, at[t][b].qs + 4 * k);
+        for (int t = 0; t < T; ++t) {
+            aq[t] = at[t][b].qs;
+            isum[t] = _mm256_setzero_si256();
         }
+        W::template pass_dots<T>(wb[b], aq, isum);
         const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb[b].d)));
         for (int t = 0; t < T; ++t)
             acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), _mm256_mul_ps(d, _mm256_set1_ps(at[t][b].d)), acc[t]);
     }
     for (int t = 0; t < T; ++t) _mm256_storeu_ps(y + t * ldy, acc[t]);
 }
-struct Q8R8Pass {
+template <typename W>
+struct SignedR8 {
     template <int T>
     struct K {
-        static constexpr auto run = group_q8r8<T>;
+        static constexpr auto run = group_signed_r8<W, T>;
     };
 };
 
@@ -1058,12 +1056,6 @@ struct IQ4XSR8 {
         static constexpr auto run = group_iq4xsr8<T>;
     };
 };
-struct IQ4NLR8Pass {
-    template <int T>
-    struct K {
-        static constexpr auto run = group_iq4nlr8<T>;
-    };
-};
 template <typename U>
 struct K16PairsR8 {
     template <int T>
@@ -1152,10 +1144,10 @@ void fill_avx2(KernelSet& k) {
     k.quantize_q8_0 = quantize_q8_0_avx2;
     k.quantize_q8_k = quantize_q8_k_avx2;
     k.quantize_q8_0s = quantize_q8_0s_avx2;
-    k.tile[id(DType::Q8_0_R8)] = tile_groups<kR8Rows, BlockQ8_0R8, Q8R8Pass::K, 6, QK, decode_tile_q8r8>;
+    k.tile[id(DType::Q8_0_R8)] = tile_groups<kR8Rows, BlockQ8_0R8, SignedR8<Q8R8>::K, 6, QK, decode_tile_q8r8>;
     k.tile[id(DType::Q4_0_R8)] = tile_groups<kR8Rows, BlockQ4_0R8, R8<Q4R8>::K, 9, QK>;
     k.tile[id(DType::Q5_0_R8)] = tile_groups<kR8Rows, BlockQ5_0R8, R8<Q5R8>::K, 9, QK>;
-    k.tile[id(DType::IQ4_NL_R8)] = tile_groups<kR8Rows, BlockIQ4_NLR8, IQ4NLR8Pass::K, 9, QK>;
+    k.tile[id(DType::IQ4_NL_R8)] = tile_groups<kR8Rows, BlockIQ4_NLR8, SignedR8<IQ4NLR8>::K, 9, QK>;
     k.tile[id(DType::Q4_1_R8)] = tile_groups<kR8Rows, BlockQ4_1R8, R8<Q41R8>::K, 9, QK>;
     k.tile[id(DType::Q5_1_R8)] = tile_groups<kR8Rows, BlockQ5_1R8, R8<Q51R8>::K, 9, QK>;
     for (DType t : {DType::Q8_0_R8, DType::Q4_0_R8, DType::Q5_0_R8, DType::IQ4_NL_R8, DType::Q4_1_R8, DType::Q5_1_R8})

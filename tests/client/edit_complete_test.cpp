@@ -150,7 +150,7 @@ TEST_F(CompleteTest, FillsTheMiddleAtTheCursorLikeTheEngineDoes) {
 // the FIM token).
 TEST_F(CompleteTest, TheNextLineFindsTheWindowCached) {
     std::string text;
-    for (int i = 0; i < 200; ++i) text += "x" + std::to_string(i % 7) + " = f(" + std::to_string(i % 10) + ")\n";
+    for (int i = 0; i < 200; ++i) text += std::string("x") + char('0' + i % 7) + " = f(" + char('0' + i % 10) + ")\n";
     const std::string file = dir_ + "/w.py";
     write_file(file, text);
     struct Usage {

@@ -26,7 +26,7 @@ struct CompleteOptions {
     int prefix_lines = 256, suffix_lines = 64;
     double temperature = 0;
     std::vector<std::string> stop;
-    bool verbose = false;
+    bool verbose = false, from_stdin = false;
     double timeout = client::HttpClient::kDefaultIdleTimeout;
 };
 
@@ -70,7 +70,7 @@ size_t offset_of(const std::string& text, const Cursor& c) {
 void complete(const CompleteOptions& o) {
     using namespace client;
     const Cursor c = parse_cursor(o.where);
-    const TextFile f = read_text_file(c.file, 1 << 20);
+    const TextFile f = o.from_stdin ? read_text_stdin(1 << 20) : read_text_file(c.file, 1 << 20);
     const size_t at = offset_of(f.text, c);
     const FimWindow w = fim_window(f.text, at, size_t(o.prefix_lines), size_t(o.suffix_lines));
     nlohmann::json body = {{"prompt", w.prefix},
@@ -114,6 +114,8 @@ void register_complete(CLI::App& app) {
     auto o = std::make_shared<CompleteOptions>();
     CLI::App* cmd = app.add_subcommand("complete", "Fill in the middle at FILE:LINE:COL with a running `flint serve` (a model with FIM tokens)");
     cmd->add_option("where", o->where, "FILE:LINE:COL, 1-based; the completion goes before that byte")->required();
+    cmd->add_flag("--stdin", o->from_stdin,
+                  "Read the text from stdin (an editor's unsaved buffer); FILE then only names it in messages");
     cmd->add_option("--url", o->url, "Server URL (default http://127.0.0.1:8080)");
     cmd->add_option("--model", o->model, "Model name (default: the server's only model)");
     cmd->add_option("--api-key", o->api_key, "API key (default: $FLINT_API_KEY)");

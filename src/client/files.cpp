@@ -1,6 +1,7 @@
 #include "client/files.h"
 
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -9,6 +10,15 @@
 #include "util/error.h"
 
 namespace flint::client {
+namespace {
+
+TextFile checked_text(const std::string& name, std::string text) {
+    if (text.find('\0') != std::string::npos || !valid_utf8(text))
+        fail(name, ": looks like a binary file (NUL bytes or invalid UTF-8); only text files can be sent");
+    return TextFile{std::move(text)};
+}
+
+}  // namespace
 
 TextFile read_text_file(const std::string& path, size_t max_bytes) {
     namespace fs = std::filesystem;
@@ -23,10 +33,20 @@ TextFile read_text_file(const std::string& path, size_t max_bytes) {
     if (!in) fail(path, ": cannot open for reading");
     std::stringstream ss;
     ss << in.rdbuf();
-    TextFile f{ss.str()};
-    if (f.text.find('\0') != std::string::npos || !valid_utf8(f.text))
-        fail(path, ": looks like a binary file (NUL bytes or invalid UTF-8); only text files can be sent");
-    return f;
+    return checked_text(path, ss.str());
+}
+
+TextFile read_text_stdin(size_t max_bytes) {
+    std::string text;
+    char buf[1 << 16];
+    for (;;) {
+        const size_t n = std::fread(buf, 1, sizeof buf, stdin);
+        text.append(buf, n);
+        if (text.size() > max_bytes) fail("stdin: more than ", max_bytes, " bytes, larger than this command takes");
+        if (n < sizeof buf) break;
+    }
+    if (std::ferror(stdin)) fail("stdin: read failed");
+    return checked_text("stdin", std::move(text));
 }
 
 void write_text_file(const std::string& path, const std::string& text) {

@@ -14,6 +14,9 @@ struct TextFile {
 // invalid UTF-8).
 TextFile read_text_file(const std::string& path, size_t max_bytes);
 
+// The same for standard input, read to its end (an editor's unsaved buffer, piped in); errors name "stdin".
+TextFile read_text_stdin(size_t max_bytes);
+
 // A path with a leading "~/" (or "~" alone) on $HOME, as a shell reads it; unchanged without a HOME.
 std::string expand_home(const std::string& path);
 

@@ -143,6 +143,10 @@ TEST_F(CompleteTest, FillsTheMiddleAtTheCursorLikeTheEngineDoes) {
                          shell_quote(prefix) + " --fim-suffix " + shell_quote(suffix));
     ASSERT_EQ(ref.exit_code, 0);
     EXPECT_EQ(r.out, ref.out);
+    // An editor's unsaved buffer on stdin (the name only labels it): the same completion.
+    auto piped = run_flint("complete --stdin unsaved.py:6:9 --url " + server_->http_url() + " -n 16 < " + file, dir_ + "/err.txt");
+    ASSERT_EQ(piped.exit_code, 0) << read_text(dir_ + "/err.txt");
+    EXPECT_EQ(piped.out, ref.out);
 }
 
 // The window around the cursor starts on a multiple of 32 lines, so moving to the next line keeps the
@@ -192,6 +196,21 @@ TEST_F(CompleteTest, BadInputFailsWithAMessage) {
     };
     for (const Case& c : cases) {
         auto r = run_flint("complete " + shell_quote(c.where) + " --url " + c.url, dir_ + "/err.txt");
+        EXPECT_NE(r.exit_code, 0) << c.where;
+        EXPECT_NE(read_text(dir_ + "/err.txt").find(c.expect), std::string::npos) << c.where << ": " << read_text(dir_ + "/err.txt");
+    }
+    // The same checks on stdin.
+    const std::string binary = dir_ + "/b.bin", big = dir_ + "/big.txt";
+    write_file(binary, std::string("x = 1\0\n", 7));
+    write_file(big, std::string((1 << 20) + 1, 'a'));
+    const std::vector<Case> piped = {
+        {"a.py:1:1 < " + binary, url, "stdin: looks like a binary file"},
+        {"a.py:1:1 < " + big, url, "stdin: more than 1048576 bytes"},
+        {"a.py:4:1 < " + file, url, "a.py has fewer than 4 lines"},
+        {"a.py:1:1 < " + file, "http://127.0.0.1:1", "cannot connect"},
+    };
+    for (const Case& c : piped) {
+        auto r = run_flint("complete --stdin --url " + c.url + " " + c.where, dir_ + "/err.txt");
         EXPECT_NE(r.exit_code, 0) << c.where;
         EXPECT_NE(read_text(dir_ + "/err.txt").find(c.expect), std::string::npos) << c.where << ": " << read_text(dir_ + "/err.txt");
     }

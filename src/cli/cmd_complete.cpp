@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 
 #include "cli/commands.h"
 #include "client/files.h"
@@ -27,6 +28,8 @@ struct CompleteOptions {
     double temperature = 0;
     std::vector<std::string> stop;
     bool verbose = false, from_stdin = false;
+    std::string repo;                   // repo-level FIM: the repository's name
+    std::vector<std::string> context;  // and other files of it, before the one completed
     double timeout = client::HttpClient::kDefaultIdleTimeout;
 };
 
@@ -78,6 +81,14 @@ void complete(const CompleteOptions& o) {
                            {"max_tokens", o.max_tokens},
                            {"temperature", o.temperature},
                            {"stream", false}};
+    if (!o.repo.empty() || !o.context.empty()) {
+        // Repo-level FIM (flint extension): the files' paths as given, the current one last.
+        body["repo_name"] = o.repo.empty() ? std::filesystem::current_path().filename().string() : o.repo;
+        body["path"] = c.file;
+        nlohmann::json files = nlohmann::json::array();
+        for (const std::string& path : o.context) files.push_back({{"path", path}, {"content", read_text_file(path, 1 << 20).text}});
+        body["context_files"] = std::move(files);
+    }
     if (!o.model.empty()) body["model"] = o.model;
     if (!o.stop.empty()) body["stop"] = o.stop;
     std::string key = o.api_key;
@@ -127,6 +138,12 @@ void register_complete(CLI::App& app) {
     cmd->add_option("--suffix-lines", o->suffix_lines,
                     "Lines below the cursor's to send (default 64; 0: all). The server prefills these again on every call")
         ->check(CLI::Range(0, 1 << 24));
+    cmd->add_option("--repo", o->repo,
+                    "Repo-level FIM (Qwen2.5-Coder's <|repo_name|>/<|file_sep|> prompt): the repository's name, with FILE's "
+                    "path as given (default with --context: the current directory's name)");
+    cmd->add_option("--context", o->context,
+                    "Another file of the repository to put before FILE (repeatable; repo-level FIM). It sits at the "
+                    "prompt's start, so the server's prefix cache keeps it from one call to the next");
     cmd->add_option("--temp", o->temperature, "Sampling temperature (default 0: greedy)")->check(CLI::Range(0.0, 2.0));
     cmd->add_option("--stop", o->stop, "Stop sequence (repeatable)");
     cmd->add_flag("-v,--verbose", o->verbose, "Token counts and timing on stderr");

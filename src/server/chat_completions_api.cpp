@@ -221,6 +221,23 @@ CompletionRequest parse_completion_request(const json& body) {
     else wrong_type("prompt", "a string, or an array of token ids");
     r.suffix = opt_string(body, "suffix", "suffix");
     r.echo = opt_bool(body, "echo", "echo").value_or(false);
+    r.repo_name = opt_string(body, "repo_name", "repo_name");
+    r.path = opt_string(body, "path", "path");
+    if (const json* files = field(body, "context_files")) {
+        if (!files->is_array()) wrong_type("context_files", "an array of {path, content} objects");
+        for (size_t i = 0; i < files->size(); ++i) {
+            const std::string at = "context_files[" + std::to_string(i) + "]";
+            const json& f = (*files)[i];
+            if (!f.is_object()) wrong_type(at, "an object with 'path' and 'content'");
+            auto path = opt_string(f, "path", at + ".path");
+            auto content = opt_string(f, "content", at + ".content");
+            if (!path || !content) throw bad_request("'" + at + "' needs both 'path' and 'content'.", at, "invalid_value");
+            r.context_files.push_back({std::move(*path), std::move(*content)});
+        }
+    }
+    if (r.repo_level() && !r.suffix)
+        throw bad_request("'repo_name', 'path' and 'context_files' are for fill-in-the-middle: give 'suffix' too.",
+                          r.path ? "path" : r.repo_name ? "repo_name" : "context_files", "invalid_value");
     return r;
 }
 

@@ -51,6 +51,14 @@ struct CompletionRequest {
     std::optional<std::vector<int32_t>> prompt_tokens;  // the prompt given as token ids (used as they are)
     std::optional<std::string> suffix;  // fill-in-the-middle when present
     bool echo = false;
+    // Repo-level fill-in-the-middle (flint extension; Qwen2.5-Coder's <|repo_name|> / <|file_sep|>): the
+    // repository's name, the path of the file being completed, other files before it.
+    struct ContextFile {
+        std::string path, content;
+    };
+    std::optional<std::string> repo_name, path;
+    std::vector<ContextFile> context_files;
+    bool repo_level() const { return repo_name || path || !context_files.empty(); }
 };
 CompletionRequest parse_completion_request(const json& body);
 

@@ -299,6 +299,77 @@ TEST(CompleteWindow, SendsTheLinesAroundTheCursor) {
     fs::remove_all(dir);
 }
 
+// Repo-level FIM: --repo and --context put the repository's name, FILE's path and the other files in the
+// request (flint's extension fields); a context file that cannot be read stops the command first.
+TEST(CompleteRepo, SendsTheRepoFieldsAndTheContextFiles) {
+    const std::string dir = temp_dir("complete-repo");
+    write_file(dir + "/main.py", "from library import \n");
+    write_file(dir + "/library.py", "class Book:\n    pass\n");
+    std::string body;
+    {
+        CannedHttpServer s(R"({"choices":[{"text":"Book"}]})", CannedHttpServer::kWhole, &body);
+        auto r = run_flint("complete " + dir + "/main.py:1:21 --repo lib --context " + dir + "/library.py --url " + s.url(),
+                           dir + "/err.txt");
+        EXPECT_EQ(r.exit_code, 0) << read_text(dir + "/err.txt");
+        EXPECT_EQ(r.out, "Book");
+    }
+    const auto j = nlohmann::json::parse(body, nullptr, false);
+    ASSERT_TRUE(j.is_object()) << body;
+    EXPECT_EQ(j.value("repo_name", ""), "lib");
+    EXPECT_EQ(j.value("path", ""), dir + "/main.py");
+    ASSERT_TRUE(j.contains("context_files") && j["context_files"].size() == 1) << body;
+    EXPECT_EQ(j["context_files"][0].value("path", ""), dir + "/library.py");
+    EXPECT_EQ(j["context_files"][0].value("content", ""), "class Book:\n    pass\n");
+    EXPECT_EQ(j.value("prompt", ""), "from library import ");
+    // Without either flag, no repo fields.
+    {
+        CannedHttpServer s(R"({"choices":[{"text":"Book"}]})", CannedHttpServer::kWhole, &body);
+        EXPECT_EQ(run_flint("complete " + dir + "/main.py:1:21 --url " + s.url()).exit_code, 0);
+    }
+    EXPECT_EQ(body.find("repo_name"), std::string::npos) << body;
+    auto r = run_flint("complete " + dir + "/main.py:1:21 --context " + dir + "/missing.py --url http://127.0.0.1:1", dir + "/err.txt");
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_NE(read_text(dir + "/err.txt").find("missing.py: no such file"), std::string::npos) << read_text(dir + "/err.txt");
+    fs::remove_all(dir);
+}
+
+// Against real servers: a Qwen-vocabulary model takes the repo-level prompt (longer by the context), a FIM
+// model without <|repo_name|> / <|file_sep|> refuses it with a message naming them.
+TEST(CompleteRepo, ServedByAQwenVocabularyRefusedWithoutRepoTokens) {
+    FLINT_REQUIRE_SHARED("models/tiny-qwen2-f32.gguf");
+    FLINT_REQUIRE_SHARED("models/flint-tiny-code.gguf");
+    const std::string dir = temp_dir("complete-repo-serve");
+    write_file(dir + "/main.py", "from library import \n");
+    write_file(dir + "/library.py", "class Book:\n    pass\n");
+    auto prompt_tokens = [&](const std::string& err) {
+        int n = -1;
+        const size_t at = err.find(" sent; ");
+        if (at != std::string::npos) std::sscanf(err.c_str() + at, " sent; %d prompt tokens", &n);
+        return n;
+    };
+    {
+        ServeProcess s("-m qwen=" + shared_path("models/tiny-qwen2-f32.gguf"));
+        ASSERT_GT(s.port(), 0);
+        auto plain = run_flint("complete " + dir + "/main.py:1:21 -n 4 -v --url " + s.http_url(), dir + "/err.txt");
+        ASSERT_EQ(plain.exit_code, 0) << read_text(dir + "/err.txt");
+        const int n_plain = prompt_tokens(read_text(dir + "/err.txt"));
+        auto repo = run_flint("complete " + dir + "/main.py:1:21 -n 4 -v --repo lib --context " + dir + "/library.py --url " + s.http_url(),
+                              dir + "/err.txt");
+        ASSERT_EQ(repo.exit_code, 0) << read_text(dir + "/err.txt");
+        const int n_repo = prompt_tokens(read_text(dir + "/err.txt"));
+        EXPECT_GT(n_plain, 0);
+        EXPECT_GT(n_repo, n_plain + 10) << "the repo name, two paths and library.py's text";
+    }
+    {
+        ServeProcess s("-m code=" + shared_path("models/flint-tiny-code.gguf"));
+        ASSERT_GT(s.port(), 0);
+        auto r = run_flint("complete " + dir + "/main.py:1:21 --repo lib --url " + s.http_url(), dir + "/err.txt");
+        EXPECT_NE(r.exit_code, 0);
+        EXPECT_NE(read_text(dir + "/err.txt").find("no repo-level FIM tokens"), std::string::npos) << read_text(dir + "/err.txt");
+    }
+    fs::remove_all(dir);
+}
+
 // A server that accepts and then says nothing (or stops partway through its reply) must not hold the
 // command forever: after --timeout seconds of silence it fails with a message, and edit leaves the file alone.
 TEST(ClientTimeout, ASilentServerEndsTheCommandAfterTheIdleTimeout) {

@@ -82,11 +82,19 @@ void complete(const CompleteOptions& o) {
                            {"temperature", o.temperature},
                            {"stream", false}};
     if (!o.repo.empty() || !o.context.empty()) {
-        // Repo-level FIM (flint extension): the files' paths as given, the current one last.
-        body["repo_name"] = o.repo.empty() ? std::filesystem::current_path().filename().string() : o.repo;
-        body["path"] = c.file;
+        // Repo-level FIM (flint extension): the files' paths relative to the current directory when they are
+        // inside it (the model saw repository paths), else as given; the file completed last.
+        const std::filesystem::path cwd = std::filesystem::current_path();
+        auto repo_path = [&](const std::string& p) {
+            const std::filesystem::path abs = std::filesystem::absolute(p).lexically_normal();
+            const std::filesystem::path rel = abs.lexically_relative(cwd);
+            return rel.empty() || *rel.begin() == ".." ? p : rel.generic_string();
+        };
+        body["repo_name"] = o.repo.empty() ? cwd.filename().string() : o.repo;
+        body["path"] = repo_path(c.file);
         nlohmann::json files = nlohmann::json::array();
-        for (const std::string& path : o.context) files.push_back({{"path", path}, {"content", read_text_file(path, 1 << 20).text}});
+        for (const std::string& path : o.context)
+            files.push_back({{"path", repo_path(path)}, {"content", read_text_file(path, 1 << 20).text}});
         body["context_files"] = std::move(files);
     }
     if (!o.model.empty()) body["model"] = o.model;

@@ -327,6 +327,28 @@ TEST(CompleteRepo, SendsTheRepoFieldsAndTheContextFiles) {
         EXPECT_EQ(run_flint("complete " + dir + "/main.py:1:21 --url " + s.url()).exit_code, 0);
     }
     EXPECT_EQ(body.find("repo_name"), std::string::npos) << body;
+    // Run from the repository's directory: paths inside it go out relative to it (as the model saw them in
+    // training), and the repository's name defaults to the directory's.
+    {
+        const std::string outside = temp_dir("complete-repo-outside");
+        write_file(outside + "/notes.txt", "see library.py\n");
+        const fs::path before = fs::current_path();
+        fs::current_path(dir);
+        {
+            CannedHttpServer s(R"({"choices":[{"text":"Book"}]})", CannedHttpServer::kWhole, &body);
+            const std::string context = " --context " + dir + "/library.py --context " + outside + "/notes.txt";
+            EXPECT_EQ(run_flint("complete main.py:1:21" + context + " --url " + s.url()).exit_code, 0);
+        }
+        fs::current_path(before);
+        const auto k = nlohmann::json::parse(body, nullptr, false);
+        ASSERT_TRUE(k.is_object()) << body;
+        EXPECT_EQ(k.value("repo_name", ""), fs::path(dir).filename().string());
+        EXPECT_EQ(k.value("path", ""), "main.py");
+        ASSERT_EQ(k["context_files"].size(), 2u) << body;
+        EXPECT_EQ(k["context_files"][0].value("path", ""), "library.py");
+        EXPECT_EQ(k["context_files"][1].value("path", ""), outside + "/notes.txt");  // outside: as given
+        fs::remove_all(outside);
+    }
     auto r = run_flint("complete " + dir + "/main.py:1:21 --context " + dir + "/missing.py --url http://127.0.0.1:1", dir + "/err.txt");
     EXPECT_NE(r.exit_code, 0);
     EXPECT_NE(read_text(dir + "/err.txt").find("missing.py: no such file"), std::string::npos) << read_text(dir + "/err.txt");

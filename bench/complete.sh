@@ -4,7 +4,8 @@
 # default window (256 lines above, 64 below, its start on a multiple of 32 lines). Prints per keystroke the
 # round trip, prompt tokens and cached tokens (from -v), then the medians of each mode.
 #   bench/complete.sh [MODEL.gguf]   (default: a Qwen2.5-Coder-0.5B-shaped Q8_0 from `flint mkmodel`;
-#                                     FLINT=path/to/flint, THREADS=2)
+#                                     FLINT=path/to/flint, THREADS=2; WINDOW_ARGS="--suffix-lines 16" to
+#                                     change the window)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 FLINT=${FLINT:-build/flint}
@@ -25,7 +26,7 @@ echo "mode,keystroke,round_trip_ms,prompt_tokens,cached_tokens"
 for ((k = 1; k <= ${#typed}; k++)); do
   { head -n 299 "$work/base.cpp"; printf '%s\n' "${typed:0:k}"; tail -n +300 "$work/base.cpp"; } > "$work/edit.cpp"
   for mode in whole window; do
-    args=""; [ $mode = whole ] && args="--prefix-lines 0 --suffix-lines 0"
+    args="${WINDOW_ARGS:-}"; [ $mode = whole ] && args="--prefix-lines 0 --suffix-lines 0"
     "$FLINT" complete "$work/edit.cpp:300:$((k + 1))" -n 4 -v $args --url "$url" >/dev/null 2>"$work/err"
     line=$(grep -o 'sent; [0-9]* prompt tokens ([0-9]* cached), [0-9]* completion tokens, [0-9.]* ms' "$work/err")
     read -r prompt cached ms < <(echo "$line" | sed -E 's/sent; ([0-9]+) prompt tokens \(([0-9]+) cached\), [0-9]+ completion tokens, ([0-9.]+) ms/\1 \2 \3/')

@@ -24,7 +24,7 @@ struct CompleteOptions {
     std::string url = "http://127.0.0.1:8080";
     std::string model, api_key;
     int max_tokens = 64;
-    int prefix_lines = 256, suffix_lines = 64;
+    int prefix_lines = 256, suffix_lines = 16;
     double temperature = 0;
     std::vector<std::string> stop;
     bool verbose = false, from_stdin = false;
@@ -144,11 +144,13 @@ void register_complete(CLI::App& app) {
                     "so it stays put while the cursor moves and the server's prefix cache keeps it")
         ->check(CLI::Range(0, 1 << 24));
     cmd->add_option("--suffix-lines", o->suffix_lines,
-                    "Lines below the cursor's to send (default 64; 0: all). The server prefills these again on every call")
+                    "Lines below the cursor's to send (default 16; 0: all). The server prefills these again on every call: "
+                    "on two CPU cores and a 0.5B model about 1 s a keystroke at 16 lines, 4.7 s at 64")
         ->check(CLI::Range(0, 1 << 24));
     cmd->add_option("--repo", o->repo,
-                    "Repo-level FIM (Qwen2.5-Coder's <|repo_name|>/<|file_sep|> prompt): the repository's name, with FILE's "
-                    "path as given (default with --context: the current directory's name)");
+                    "Repo-level FIM (Qwen2.5-Coder's <|repo_name|>/<|file_sep|> prompt): the repository's name, sent with "
+                    "FILE's path, relative to the current directory when inside it (default with --context: the "
+                    "current directory's name)");
     cmd->add_option("--context", o->context,
                     "Another file of the repository to put before FILE (repeatable; repo-level FIM). It sits at the "
                     "prompt's start, so the server's prefix cache keeps it from one call to the next");

@@ -235,9 +235,9 @@ CompletionRequest parse_completion_request(const json& body) {
             r.context_files.push_back({std::move(*path), std::move(*content)});
         }
     }
-    if (r.repo_level() && !r.suffix)
-        throw bad_request("'repo_name', 'path' and 'context_files' are for fill-in-the-middle: give 'suffix' too.",
-                          r.path ? "path" : r.repo_name ? "repo_name" : "context_files", "invalid_value");
+    if (const char* repo = r.repo_field(); repo && !r.suffix)
+        throw bad_request("'repo_name', 'path' and 'context_files' are for fill-in-the-middle: give 'suffix' too.", repo,
+                          "invalid_value");
     return r;
 }
 

@@ -9,6 +9,7 @@
 
 #include "runtime/request.h"
 #include "server/conversation.h"
+#include "tokenizer/fim.h"
 #include "tokenizer/tokenizer.h"
 
 namespace flint::server {
@@ -53,12 +54,12 @@ struct CompletionRequest {
     bool echo = false;
     // Repo-level fill-in-the-middle (flint extension; Qwen2.5-Coder's <|repo_name|> / <|file_sep|>): the
     // repository's name, the path of the file being completed, other files before it.
-    struct ContextFile {
-        std::string path, content;
-    };
     std::optional<std::string> repo_name, path;
-    std::vector<ContextFile> context_files;
-    bool repo_level() const { return repo_name || path || !context_files.empty(); }
+    std::vector<RepoFile> context_files;
+    // The first repo-level field given (the one an error names), nullptr when none is: plain FIM.
+    const char* repo_field() const {
+        return path ? "path" : repo_name ? "repo_name" : !context_files.empty() ? "context_files" : nullptr;
+    }
 };
 CompletionRequest parse_completion_request(const json& body);
 

@@ -216,17 +216,15 @@ PreparedCompletion prepare_completion(ServerState& st, const CompletionRequest& 
         if (!has_fim(tok))
             throw bad_request("Model '" + m.name + "' has no fill-in-the-middle tokens; 'suffix' needs a FIM model.", "suffix",
                               "unsupported_parameter");
-        if (!req.repo_level()) {
+        if (const char* repo = req.repo_field(); !repo) {
             p.gen.prompt = fim_tokens(tok, req.prompt, *req.suffix);
         } else {
-            const char* param = req.path ? "path" : req.repo_name ? "repo_name" : "context_files";
             if (!has_repo_fim(tok))
                 throw bad_request("Model '" + m.name + "' has no repo-level FIM tokens (<|repo_name|>, <|file_sep|>); '" +
-                                      param + "' needs a model that has them, e.g. Qwen2.5-Coder.",
-                                  param, "unsupported_parameter");
-            std::vector<RepoFile> files;
-            for (const auto& f : req.context_files) files.push_back({f.path, f.content});
-            p.gen.prompt = repo_fim_tokens(tok, req.repo_name.value_or(""), files, req.path.value_or(""), req.prompt, *req.suffix);
+                                      repo + "' needs a model that has them, e.g. Qwen2.5-Coder.",
+                                  repo, "unsupported_parameter");
+            p.gen.prompt = repo_fim_tokens(tok, req.repo_name.value_or(""), req.context_files, req.path.value_or(""),
+                                           req.prompt, *req.suffix);
         }
     } else {
         p.gen.prompt = tok.encode(req.prompt, tok.add_bos(), false);

@@ -748,8 +748,9 @@ void decode_tile_q8r8(int64_t nb, const uint8_t* w, size_t gs, int ng, const uin
 // Per 32-element sub-block j: Q4_0_R8's eight VPMADDUBSW per token give the eight rows' integer dots (levels
 // 0..15, no offset), the VPMADDWD that widens them to int32 applies the rows' 6-bit scales (at most 2 x
 // 30,480 x 63), and the sub-blocks add up exactly in int32, as the file's scalar reference sums; the mins
-// meet the activation's two 16-element sums (Q8_K's bsums) in one more VPMADDWD. One convert pair and two FMAs per token and super-block. The rows' scales and mins are unpacked
-// from their three packed words once per super-block, four per 32-bit lane, as k4_scales_mins does.
+// meet the activation's two 16-element sums (Q8_K's bsums) in one more VPMADDWD. One convert pair and two
+// FMAs per token and super-block. The rows' scales and mins are unpacked from their three packed words once
+// per super-block, four per 32-bit lane, as k4_scales_mins does.
 // Sub-block j's levels, one register per 4-element quad; Q5_K's reach 31, so its int16 sums go in halves.
 struct Q4KR8 {
     using Block = BlockQ4_KR8;
@@ -859,9 +860,9 @@ void group_iq4xsr8(int64_t nb, const BlockIQ4_XSR8* wb, const uint8_t* a, size_t
 // Q4_0_R8-style nibbles and a register of top bits per four quads, a shift, an AND and an OR each; Q3_K: 0..7
 // from two-bit fields and a plane of high bits per pair; Q2_K: 0..3); per sub-block four VPMADDUBSW per token
 // summed two at a time in int16 (at most 2 x 2 x 63 x 127 = 32,004; Q3_K's and Q2_K's four), VPMADDWD to
-// int32 with the rows' scales as its multiplier, and the offset (-32, -4) as -offset * scale * (the activation's 16-element sums)
-// through one VPMADDWD per pair (Q2_K: its mins, times dmin, once per super-block). All in int32 until one
-// convert and one FMA per token and super-block.
+// int32 with the rows' scales as its multiplier, and the offset (-32, -4) as -offset * scale * (the
+// activation's 16-element sums) through one VPMADDWD per pair (Q2_K: its mins, times dmin, once per
+// super-block). All in int32 until one convert and one FMA per token and super-block.
 
 // Q6_K: the rows' int8 scales of the pair side by side, an int16 pair per lane.
 struct Q6KPairsR8 {

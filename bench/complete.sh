@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # What a keystroke costs `flint complete`: types a line into the middle of a ~600-line C++ file one character
-# at a time and completes after each, alternating the whole file (--prefix-lines 0 --suffix-lines 0) with the
-# default window (256 lines above, 64 below, its start on a multiple of 32 lines). Prints per keystroke the
-# round trip, prompt tokens and cached tokens (from -v), then the medians of each mode.
+# at a time and completes after each, alternating the modes in MODES (default "psm line"):
+#   whole  the whole file, plain PSM (--prefix-lines 0 --suffix-lines 0 --psm)
+#   psm    the default window (256 lines above, 16 below, its start on a multiple of 32 lines), plain PSM
+#   line   the default window, the cursor's line after <fim_middle> (the default: the suffix stays cached)
+# Prints per keystroke the round trip, prompt tokens and cached tokens (from -v), then the medians of each mode.
 #   bench/complete.sh [MODEL.gguf]   (default: a Qwen2.5-Coder-0.5B-shaped Q8_0 from `flint mkmodel`;
-#                                     FLINT=path/to/flint, THREADS=2; WINDOW_ARGS="--suffix-lines 16" to
-#                                     change the window)
+#                                     FLINT=path/to/flint, THREADS=2; WINDOW_ARGS="--suffix-lines 64" to
+#                                     change the window of psm and line)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 FLINT=${FLINT:-build/flint}
@@ -25,8 +27,13 @@ typed="    int n = 0;"
 echo "mode,keystroke,round_trip_ms,prompt_tokens,cached_tokens"
 for ((k = 1; k <= ${#typed}; k++)); do
   { head -n 299 "$work/base.cpp"; printf '%s\n' "${typed:0:k}"; tail -n +300 "$work/base.cpp"; } > "$work/edit.cpp"
-  for mode in whole window; do
-    args="${WINDOW_ARGS:-}"; [ $mode = whole ] && args="--prefix-lines 0 --suffix-lines 0"
+  for mode in ${MODES:-psm line}; do
+    case $mode in
+      whole) args="--prefix-lines 0 --suffix-lines 0 --psm" ;;
+      psm) args="${WINDOW_ARGS:-} --psm" ;;
+      line) args="${WINDOW_ARGS:-}" ;;
+      *) echo "unknown mode $mode (whole, psm, line)" >&2; exit 1 ;;
+    esac
     "$FLINT" complete "$work/edit.cpp:300:$((k + 1))" -n 4 -v $args --url "$url" >/dev/null 2>"$work/err"
     line=$(grep -o 'sent; [0-9]* prompt tokens ([0-9]* cached), [0-9]* completion tokens, [0-9.]* ms' "$work/err")
     read -r prompt cached ms < <(echo "$line" | sed -E 's/sent; ([0-9]+) prompt tokens \(([0-9]+) cached\), [0-9]+ completion tokens, ([0-9.]+) ms/\1 \2 \3/')
@@ -34,7 +41,7 @@ for ((k = 1; k <= ${#typed}; k++)); do
   done
 done | tee "$work/rows.csv"
 median() { sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
-for mode in whole window; do  # the first keystroke of each mode is its cold start: left out
+for mode in ${MODES:-psm line}; do  # the first keystroke of each mode is its cold start: left out
   rows=$(grep "^$mode," "$work/rows.csv" | tail -n +2)
   echo "$mode: median round trip $(echo "$rows" | cut -d, -f3 | median) ms over $(echo "$rows" | wc -l) keystrokes," \
        "prompt $(echo "$rows" | cut -d, -f4 | median) tokens, cached $(echo "$rows" | cut -d, -f5 | median)"

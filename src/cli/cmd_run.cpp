@@ -27,7 +27,7 @@ struct RunOptions {
     bool chat = false;
     std::string system;
     std::string chat_format;
-    std::string fim_prefix, fim_suffix;
+    std::string fim_prefix, fim_suffix, fim_middle;
     bool fim = false;
     bool no_special = false;
     bool no_bos = false;
@@ -41,7 +41,7 @@ using Clock = std::chrono::steady_clock;
 double seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
 
 std::vector<int32_t> build_prompt(const RunOptions& o, const Tokenizer& tok) {
-    if (o.fim) return fim_tokens(tok, o.fim_prefix, o.fim_suffix);
+    if (o.fim) return fim_tokens(tok, o.fim_prefix, o.fim_suffix, o.fim_middle);
     std::string text = o.prompt;
     if (!o.prompt_file.empty()) {
         std::ifstream in(o.prompt_file, std::ios::binary);
@@ -175,6 +175,10 @@ void register_run(CLI::App& app) {
     cmd->add_option("--chat-format", o->chat_format, "Override the chat format: chatml, llama3, llama2, zephyr");
     cmd->add_option("--fim-prefix", o->fim_prefix, "Fill-in-the-middle: code before the cursor")->each([o](const std::string&) { o->fim = true; });
     cmd->add_option("--fim-suffix", o->fim_suffix, "Fill-in-the-middle: code after the cursor")->each([o](const std::string&) { o->fim = true; });
+    cmd->add_option("--fim-middle", o->fim_middle,
+                    "Fill-in-the-middle: text the middle starts with, after <fim_middle> (flint serve puts the cursor's "
+                    "line there: --fim-prefix then ends at the line's start)")
+        ->each([o](const std::string&) { o->fim = true; });
     cmd->add_flag("--no-special", o->no_special, "Treat special-token text in the prompt as plain text");
     cmd->add_flag("--no-bos", o->no_bos, "Do not add the BOS token");
     cmd->add_flag("--echo", o->echo, "Print the prompt before the generated text");

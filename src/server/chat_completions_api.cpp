@@ -235,6 +235,10 @@ CompletionRequest parse_completion_request(const json& body) {
             r.context_files.push_back({std::move(*path), std::move(*content)});
         }
     }
+    r.cursor_line_in_middle = opt_bool(body, "cursor_line_in_middle", "cursor_line_in_middle");
+    if (r.cursor_line_in_middle && !r.suffix)
+        throw bad_request("'cursor_line_in_middle' is for fill-in-the-middle: give 'suffix' too.", "cursor_line_in_middle",
+                          "invalid_value");
     if (const char* repo = r.repo_field(); repo && !r.suffix)
         throw bad_request("'repo_name', 'path' and 'context_files' are for fill-in-the-middle: give 'suffix' too.", repo,
                           "invalid_value");

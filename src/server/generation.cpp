@@ -216,15 +216,18 @@ PreparedCompletion prepare_completion(ServerState& st, const CompletionRequest& 
         if (!has_fim(tok))
             throw bad_request("Model '" + m.name + "' has no fill-in-the-middle tokens; 'suffix' needs a FIM model.", "suffix",
                               "unsupported_parameter");
+        // The cursor's line after <fim_middle> unless the client asked for plain PSM (tokenizer/fim.h).
+        CursorSplit at{req.prompt, {}};
+        if (req.cursor_line_in_middle.value_or(true)) at = split_cursor_line(req.prompt);
         if (const char* repo = req.repo_field(); !repo) {
-            p.gen.prompt = fim_tokens(tok, req.prompt, *req.suffix);
+            p.gen.prompt = fim_tokens(tok, at.above, *req.suffix, at.line_head);
         } else {
             if (!has_repo_fim(tok))
                 throw bad_request("Model '" + m.name + "' has no repo-level FIM tokens (<|repo_name|>, <|file_sep|>); '" +
                                       repo + "' needs a model that has them, e.g. Qwen2.5-Coder.",
                                   repo, "unsupported_parameter");
             p.gen.prompt = repo_fim_tokens(tok, req.repo_name.value_or(""), req.context_files, req.path.value_or(""),
-                                           req.prompt, *req.suffix);
+                                           at.above, *req.suffix, at.line_head);
         }
     } else {
         p.gen.prompt = tok.encode(req.prompt, tok.add_bos(), false);

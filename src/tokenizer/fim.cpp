@@ -25,12 +25,14 @@ void append_text(const Tokenizer& tok, std::string_view text, std::vector<TokenI
     out.insert(out.end(), ids.begin(), ids.end());
 }
 
-void append_fim(const Tokenizer& tok, std::string_view prefix, std::string_view suffix, std::vector<TokenId>& out) {
+void append_fim(const Tokenizer& tok, std::string_view prefix, std::string_view suffix, std::string_view middle,
+                std::vector<TokenId>& out) {
     out.push_back(tok.fim_prefix());
     append_text(tok, prefix, out);
     out.push_back(tok.fim_suffix());
     append_text(tok, suffix, out);
     out.push_back(tok.fim_middle());
+    if (!middle.empty()) append_text(tok, middle, out);
 }
 
 }  // namespace
@@ -38,12 +40,19 @@ void append_fim(const Tokenizer& tok, std::string_view prefix, std::string_view 
 bool has_fim(const Tokenizer& tok) { return tok.fim_prefix() >= 0 && tok.fim_suffix() >= 0 && tok.fim_middle() >= 0; }
 bool has_repo_fim(const Tokenizer& tok) { return has_fim(tok) && tok.fim_repo() >= 0 && tok.fim_file_sep() >= 0; }
 
-std::vector<TokenId> fim_tokens(const Tokenizer& tok, std::string_view prefix, std::string_view suffix) {
+std::vector<TokenId> fim_tokens(const Tokenizer& tok, std::string_view prefix, std::string_view suffix,
+                                std::string_view middle) {
     require_fim(tok);
     std::vector<TokenId> out;
     if (tok.add_bos() && tok.bos() >= 0) out.push_back(tok.bos());
-    append_fim(tok, prefix, suffix, out);
+    append_fim(tok, prefix, suffix, middle, out);
     return out;
+}
+
+CursorSplit split_cursor_line(std::string_view prefix) {
+    const size_t nl = prefix.rfind('\n');
+    if (nl == std::string_view::npos) return {{}, prefix};
+    return {prefix.substr(0, nl + 1), prefix.substr(nl + 1)};
 }
 
 std::vector<TokenId> repo_context_tokens(const Tokenizer& tok, std::string_view repo_name, std::span<const RepoFile> files) {
@@ -59,7 +68,8 @@ std::vector<TokenId> repo_context_tokens(const Tokenizer& tok, std::string_view 
 }
 
 std::vector<TokenId> repo_fim_tokens(const Tokenizer& tok, std::string_view repo_name, std::span<const RepoFile> files,
-                                     std::string_view path, std::string_view prefix, std::string_view suffix) {
+                                     std::string_view path, std::string_view prefix, std::string_view suffix,
+                                     std::string_view middle) {
     require_fim(tok);
     std::vector<TokenId> out;
     if (tok.add_bos() && tok.bos() >= 0) out.push_back(tok.bos());
@@ -67,17 +77,18 @@ std::vector<TokenId> repo_fim_tokens(const Tokenizer& tok, std::string_view repo
     out.insert(out.end(), ctx.begin(), ctx.end());
     out.push_back(tok.fim_file_sep());
     append_text(tok, std::string(path) + "\n", out);
-    append_fim(tok, prefix, suffix, out);
+    append_fim(tok, prefix, suffix, middle, out);
     return out;
 }
 
-std::string fim_prompt(const Tokenizer& tok, std::string_view prefix, std::string_view suffix) {
+std::string fim_prompt(const Tokenizer& tok, std::string_view prefix, std::string_view suffix, std::string_view middle) {
     require_fim(tok);
     std::string s = tok.token_text(tok.fim_prefix());
     s += prefix;
     s += tok.token_text(tok.fim_suffix());
     s += suffix;
     s += tok.token_text(tok.fim_middle());
+    s += middle;
     return s;
 }
 

@@ -138,11 +138,21 @@ TEST_F(CompleteTest, FillsTheMiddleAtTheCursorLikeTheEngineDoes) {
     auto r = run_flint("complete " + file + ":6:9 --url " + server_->http_url() + " -n 16", dir_ + "/err.txt");
     ASSERT_EQ(r.exit_code, 0) << read_text(dir_ + "/err.txt");
     EXPECT_FALSE(r.out.empty());
-    // The same FIM prompt through the engine directly, greedy: the same text.
+    // The same FIM prompt through the engine directly, greedy: the same text. The server puts the cursor's
+    // line (its 8 spaces) after <fim_middle>.
+    const size_t line_start = prefix.rfind('\n') + 1;
     auto ref = run_flint("run -m " + shared_path("models/flint-tiny-code.gguf") + " --temp 0 -n 16 --fim-prefix " +
-                         shell_quote(prefix) + " --fim-suffix " + shell_quote(suffix));
+                         shell_quote(prefix.substr(0, line_start)) + " --fim-suffix " + shell_quote(suffix) +
+                         " --fim-middle " + shell_quote(prefix.substr(line_start)));
     ASSERT_EQ(ref.exit_code, 0);
     EXPECT_EQ(r.out, ref.out);
+    // --psm: the plain layout, the whole prefix before the suffix.
+    auto psm = run_flint("complete " + file + ":6:9 --psm --url " + server_->http_url() + " -n 16", dir_ + "/err.txt");
+    ASSERT_EQ(psm.exit_code, 0) << read_text(dir_ + "/err.txt");
+    auto psm_ref = run_flint("run -m " + shared_path("models/flint-tiny-code.gguf") + " --temp 0 -n 16 --fim-prefix " +
+                             shell_quote(prefix) + " --fim-suffix " + shell_quote(suffix));
+    ASSERT_EQ(psm_ref.exit_code, 0);
+    EXPECT_EQ(psm.out, psm_ref.out);
     // An editor's unsaved buffer on stdin (the name only labels it): the same completion.
     auto piped = run_flint("complete --stdin unsaved.py:6:9 --url " + server_->http_url() + " -n 16 < " + file, dir_ + "/err.txt");
     ASSERT_EQ(piped.exit_code, 0) << read_text(dir_ + "/err.txt");
@@ -328,6 +338,15 @@ TEST(CompleteRepo, SendsTheRepoFieldsAndTheContextFiles) {
         EXPECT_EQ(run_flint("complete " + dir + "/main.py:1:21 --url " + s.url()).exit_code, 0);
     }
     EXPECT_EQ(body.find("repo_name"), std::string::npos) << body;
+    EXPECT_EQ(body.find("cursor_line_in_middle"), std::string::npos) << "the server's default: " << body;
+    // --psm asks for the plain layout (the cursor's line stays in the prefix).
+    {
+        CannedHttpServer s(R"({"choices":[{"text":"Book"}]})", CannedHttpServer::kWhole, &body);
+        EXPECT_EQ(run_flint("complete " + dir + "/main.py:1:21 --psm --url " + s.url()).exit_code, 0);
+    }
+    const auto psm = nlohmann::json::parse(body, nullptr, false);
+    ASSERT_TRUE(psm.is_object()) << body;
+    EXPECT_EQ(psm.value("cursor_line_in_middle", true), false) << body;
     // Run from the repository's directory: paths inside it go out relative to it (as the model saw them in
     // training), and the repository's name defaults to the directory's.
     {

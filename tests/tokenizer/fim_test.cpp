@@ -59,6 +59,39 @@ TEST(Fim, Qwen2RepoLevelContextMatchesReferenceIds) {
     EXPECT_EQ(ids, tok->encode(expected_text, false, true));
 }
 
+TEST(Fim, TheCursorsLineSplitsOffAfterTheLastNewline) {
+    auto check = [](std::string_view prefix, std::string_view above, std::string_view head) {
+        const CursorSplit s = split_cursor_line(prefix);
+        EXPECT_EQ(s.above, above) << prefix;
+        EXPECT_EQ(s.line_head, head) << prefix;
+    };
+    check("a = 1\nb = a + ", "a = 1\n", "b = a + ");
+    check("a = 1\n", "a = 1\n", "");          // the cursor at a line's start: nothing of its line yet
+    check("x = 1", "", "x = 1");                // the first line: all of it is the cursor's line
+    check("", "", "");
+    check("a\r\n  b", "a\r\n", "  b");         // CRLF: the line ends at its \n
+    check("a\n\n\n", "a\n\n\n", "");
+}
+
+TEST(Fim, TheMiddleStartGoesAfterFimMiddle) {
+    FLINT_REQUIRE_SHARED("models/tiny-qwen2-f32.gguf");
+    auto tok = test::load_tokenizer("models/tiny-qwen2-f32.gguf");
+    const std::string above = "def add(a, b):\n", head = "    return a", suffix = "\n\nprint(add(1, 2))\n";
+    auto expected = fim_tokens(*tok, above, suffix);  // … <|fim_middle|>, then the head as text
+    EXPECT_EQ(expected.back(), tok->fim_middle());
+    for (TokenId id : tok->encode(head, false, false)) expected.push_back(id);
+    EXPECT_EQ(fim_tokens(*tok, above, suffix, head), expected);
+    EXPECT_EQ(fim_prompt(*tok, above, suffix, head), "<|fim_prefix|>" + above + "<|fim_suffix|>" + suffix + "<|fim_middle|>" + head);
+    // The head is user text too: a marker in it stays text.
+    const auto marked = fim_tokens(*tok, above, suffix, "s = '<|fim_middle|>'");
+    EXPECT_EQ(std::count(marked.begin(), marked.end(), tok->fim_middle()), 1);
+    // Repo-level: the same tail after the repo context.
+    const std::vector<RepoFile> ctx = {{"a.py", "x = 1\n"}};
+    const auto repo = repo_fim_tokens(*tok, "r", ctx, "b.py", above, suffix, head);
+    ASSERT_GE(repo.size(), expected.size());
+    EXPECT_TRUE(std::equal(expected.begin() + (tok->add_bos() ? 1 : 0), expected.end(), repo.end() - (expected.size() - (tok->add_bos() ? 1 : 0))));
+}
+
 TEST(Fim, FlintTinyCodeUsesItsSpmFimTokensWithBos) {
     FLINT_REQUIRE_SHARED("models/flint-tiny-code.gguf");
     auto tok = test::load_tokenizer("models/flint-tiny-code.gguf");

@@ -1,0 +1,189 @@
+// Fill-in-the-middle on /v1/completions (`suffix`) and its flint extensions: the cursor's line after
+// <fim_middle> (cursor_line_in_middle, default on), so a keystroke within a line reuses the cached suffix;
+// and repo-level FIM (repo_name, path, context_files), Qwen2.5-Coder's <|repo_name|> / <|file_sep|> prompt
+// (tokenizer/fim.h, checked against the reference tokenizer in tests/tokenizer/fim_test.cpp). What the
+// server cannot honour is refused, naming the field.
+#include <gtest/gtest.h>
+
+#include "harness.h"
+#include "tokenizer/fim.h"
+
+namespace flint::test {
+namespace {
+
+class FimHttp : public ::testing::Test {
+protected:
+    void SetUp() override {
+        if (!shared_exists("models/tiny-qwen2-f32.gguf") || !shared_exists("models/stories260K.gguf"))
+            GTEST_SKIP() << "../shared models absent";
+        models_ = std::make_unique<TestModels>(shared_exists("models/flint-tiny-code.gguf"));
+        RuntimeConfig rc;
+        rc.threads = 1;
+        rc.ctx = 512;
+        rc.kv_type = DType::F32;
+        models_->registry.load({"qwen", shared_path("models/tiny-qwen2-f32.gguf")}, rc, "", false);
+        server_ = std::make_unique<TestServer>(server::ServerConfig{}, *models_);
+    }
+    void TearDown() override {
+        server_.reset();
+        models_.reset();
+    }
+    int port() const { return server_->port(); }
+    std::unique_ptr<TestModels> models_;
+    std::unique_ptr<TestServer> server_;
+};
+
+json repo_request() {
+    return {{"model", "qwen"},
+            {"prompt", "from library import "},
+            {"suffix", "\n\nbook = Book()\n"},
+            {"repo_name", "library-system"},
+            {"path", "main.py"},
+            {"context_files", {{{"path", "library.py"}, {"content", "class Book:\n    pass\n"}}}},
+            {"temperature", 0},
+            {"max_tokens", 6}};
+}
+
+TEST_F(FimHttp, TheServerBuildsTheRepoLevelPrompt) {
+    const json req = repo_request();
+    HttpResult r = post_json(port(), "/v1/completions", req);
+    ASSERT_EQ(r.status, 200) << r.body;
+    const auto tok = models_->registry.find("qwen")->tokenizer;
+    const std::vector<RepoFile> files = {{"library.py", "class Book:\n    pass\n"}};
+    // The prompt "from library import " has no newline: all of it is the cursor's line, after <fim_middle>.
+    const auto ids = repo_fim_tokens(*tok, "library-system", files, "main.py", "", "\n\nbook = Book()\n", "from library import ");
+    EXPECT_EQ(r.json_body()["usage"]["prompt_tokens"].get<size_t>(), ids.size());
+    // The same prompt given as those token ids: the same greedy text, so it was that prompt.
+    json by_ids = {{"model", "qwen"}, {"prompt", ids}, {"temperature", 0}, {"max_tokens", 6}};
+    HttpResult same = post_json(port(), "/v1/completions", by_ids);
+    ASSERT_EQ(same.status, 200) << same.body;
+    EXPECT_EQ(r.json_body()["choices"][0]["text"], same.json_body()["choices"][0]["text"]);
+    // Without the repo fields it is the file-level FIM prompt, a different one.
+    json plain = req;
+    plain.erase("repo_name");
+    plain.erase("path");
+    plain.erase("context_files");
+    HttpResult p = post_json(port(), "/v1/completions", plain);
+    ASSERT_EQ(p.status, 200) << p.body;
+    EXPECT_EQ(p.json_body()["usage"]["prompt_tokens"].get<size_t>(), fim_tokens(*tok, "", "\n\nbook = Book()\n", "from library import ").size());
+}
+
+// A completion's greedy text and token counts.
+struct Answer {
+    std::string text;
+    int prompt_tokens = 0, cached = 0;
+};
+Answer answer(int port, const json& req) {
+    HttpResult r = post_json(port, "/v1/completions", req);
+    EXPECT_EQ(r.status, 200) << r.body;
+    if (r.status != 200) return {};
+    const json j = r.json_body();
+    Answer a;
+    a.text = j["choices"][0]["text"].get<std::string>();
+    a.prompt_tokens = j["usage"]["prompt_tokens"].get<int>();
+    a.cached = j["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>();
+    return a;
+}
+
+TEST_F(FimHttp, TheCursorsLineGoesAfterFimMiddleUnlessAskedForPlainPsm) {
+    const auto tok = models_->registry.find("qwen")->tokenizer;
+    const std::string above = "def area(w, h):\n    \"\"\"Rectangle.\"\"\"\n", head = "    return w", suffix = "\n\nprint(area(2, 3))\n";
+    json req = {{"model", "qwen"}, {"prompt", above + head}, {"suffix", suffix}, {"temperature", 0}, {"max_tokens", 6}};
+    const Answer split = answer(port(), req);
+    const auto split_ids = fim_tokens(*tok, above, suffix, head);
+    EXPECT_EQ(split.prompt_tokens, static_cast<int>(split_ids.size()));
+    // The same prompt given as those token ids: the same greedy text, so it was that prompt.
+    json by_ids = {{"model", "qwen"}, {"prompt", split_ids}, {"temperature", 0}, {"max_tokens", 6}};
+    EXPECT_EQ(split.text, answer(port(), by_ids).text);
+
+    req["cursor_line_in_middle"] = false;  // plain PSM: the whole prompt after <fim_prefix>
+    const Answer psm = answer(port(), req);
+    by_ids["prompt"] = fim_tokens(*tok, above + head, suffix);
+    EXPECT_EQ(psm.prompt_tokens, static_cast<int>(fim_tokens(*tok, above + head, suffix).size()));
+    EXPECT_EQ(psm.text, answer(port(), by_ids).text);
+    EXPECT_NE(psm.text, split.text) << "two different prompts: the tiny model answers them differently";
+}
+
+TEST_F(FimHttp, AKeystrokeWithinALineReusesTheCachedSuffix) {
+    const auto tok = models_->registry.find("qwen")->tokenizer;
+    std::string above, suffix;
+    for (int i = 0; i < 6; ++i) above += "x" + std::to_string(i) + " = compute(" + std::to_string(i) + ")\n";
+    for (int i = 0; i < 6; ++i) suffix += "\nprint(y" + std::to_string(i) + ", x" + std::to_string(i) + ")";
+    const size_t through_middle = fim_tokens(*tok, above, suffix).size();  // BOS? … <fim_middle>
+    // Typing "y = x0 + x1" one keystroke after another, the cursor at the end of the line.
+    auto keystroke = [&](const std::string& line, bool psm) {
+        json req = {{"model", "qwen"}, {"prompt", above + line}, {"suffix", suffix}, {"temperature", 0}, {"max_tokens", 2}};
+        if (psm) req["cursor_line_in_middle"] = false;
+        return answer(port(), req);
+    };
+    keystroke("y = x", false);
+    const Answer next = keystroke("y = x0", false);
+    EXPECT_GE(next.cached, static_cast<int>(through_middle)) << "the suffix was prefilled again";
+    EXPECT_LT(next.prompt_tokens - next.cached, 8);
+    // Plain PSM: the changed line sits before the suffix, so the suffix is prefilled again every time.
+    keystroke("z = x", true);
+    const Answer psm = keystroke("z = x0", true);
+    EXPECT_GT(psm.prompt_tokens - psm.cached, static_cast<int>(tok->encode(suffix, false, false).size()));
+}
+
+TEST_F(FimHttp, CursorLineInMiddleIsCheckedLikeTheOtherFields) {
+    json req = {{"model", "qwen"}, {"prompt", "a = 1\nb"}, {"suffix", "\n"}, {"max_tokens", 1}, {"cursor_line_in_middle", "yes"}};
+    HttpResult r = post_json(port(), "/v1/completions", req);
+    EXPECT_EQ(r.status, 400) << r.body;
+    EXPECT_EQ(r.json_body()["error"]["param"], "cursor_line_in_middle") << r.body;
+    EXPECT_EQ(r.json_body()["error"]["code"], "invalid_type") << r.body;
+    req["cursor_line_in_middle"] = true;
+    req.erase("suffix");  // it only means something for FIM
+    r = post_json(port(), "/v1/completions", req);
+    EXPECT_EQ(r.status, 400) << r.body;
+    EXPECT_EQ(r.json_body()["error"]["param"], "cursor_line_in_middle") << r.body;
+    req["suffix"] = "\n";
+    EXPECT_EQ(post_json(port(), "/v1/completions", req).status, 200);
+}
+
+TEST_F(FimHttp, WhatItCannotHonourIsRefusedNamingTheField) {
+    struct Case {
+        const char* name;
+        json edit;  // fields replaced in the request (null: removed)
+        std::string param, type;
+    };
+    const std::vector<Case> cases = {
+        {"no suffix", {{"suffix", nullptr}}, "path", "invalid_value"},
+        {"path not a string", {{"path", 7}}, "path", "invalid_type"},
+        {"repo_name not a string", {{"repo_name", json::array()}}, "repo_name", "invalid_type"},
+        {"context_files not an array", {{"context_files", "library.py"}}, "context_files", "invalid_type"},
+        {"a context file not an object", {{"context_files", {1}}}, "context_files[0]", "invalid_type"},
+        {"a context file without content", {{"context_files", {{{"path", "a.py"}}}}}, "context_files[0]", "invalid_value"},
+        {"a context file's path not a string", {{"context_files", {{{"path", 1}, {"content", ""}}}}}, "context_files[0].path", "invalid_type"},
+        {"prompt as token ids", {{"prompt", {1, 2, 3}}}, "suffix", ""},
+    };
+    for (const Case& c : cases) {
+        json req = repo_request();
+        for (auto& [k, v] : c.edit.items()) {
+            if (v.is_null()) req.erase(k);
+            else req[k] = v;
+        }
+        HttpResult r = post_json(port(), "/v1/completions", req);
+        EXPECT_EQ(r.status, 400) << c.name << ": " << r.body;
+        if (r.status != 400) continue;
+        EXPECT_EQ(r.json_body()["error"]["param"], c.param) << c.name << ": " << r.body;
+        if (!c.type.empty()) {
+            EXPECT_EQ(r.json_body()["error"]["code"], c.type) << c.name << ": " << r.body;
+        }
+    }
+    // A FIM model without the repo tokens (flint-tiny-code has <fim_*> only).
+    if (!shared_exists("models/flint-tiny-code.gguf")) GTEST_SKIP() << "flint-tiny-code.gguf absent";
+    json req = repo_request();
+    req["model"] = "code";
+    HttpResult r = post_json(port(), "/v1/completions", req);
+    EXPECT_EQ(r.status, 400) << r.body;
+    EXPECT_EQ(r.json_body()["error"]["param"], "path") << r.body;
+    EXPECT_EQ(r.json_body()["error"]["code"], "unsupported_parameter") << r.body;
+    EXPECT_NE(r.json_body()["error"]["message"].get<std::string>().find("<|file_sep|>"), std::string::npos) << r.body;
+    // And the server still serves.
+    req = repo_request();
+    EXPECT_EQ(post_json(port(), "/v1/completions", req).status, 200);
+}
+
+}  // namespace
+}  // namespace flint::test

@@ -12,6 +12,7 @@
 #include "client/fim_window.h"
 #include "client/http_client.h"
 #include "client/responses.h"
+#include "client/sse.h"
 #include "util/error.h"
 
 #include <nlohmann/json.hpp>
@@ -29,6 +30,7 @@ struct CompleteOptions {
     std::vector<std::string> stop;
     bool verbose = false, from_stdin = false;
     bool psm = false;  // keep the cursor's line in the prefix (the server's cursor_line_in_middle = false)
+    bool stream = false;  // print the text as it is generated
     std::string repo;                   // repo-level FIM: the repository's name
     std::vector<std::string> context;  // and other files of it, before the one completed
     double timeout = client::HttpClient::kDefaultIdleTimeout;
@@ -71,6 +73,77 @@ size_t offset_of(const std::string& text, const Cursor& c) {
     return pos + static_cast<size_t>(c.col - 1);
 }
 
+// What the server answered: the completion (already printed), its usage, when its first text came.
+struct Reply {
+    std::string text;
+    nlohmann::json usage;
+    double first_ms = -1;
+    std::string server_timing = "-";  // the Server-Timing header (or trailer) when the server sent one
+};
+
+void print_text(std::string_view t) {
+    std::fwrite(t.data(), 1, t.size(), stdout);
+    std::fflush(stdout);
+}
+
+[[noreturn]] void server_failed(int status, const std::string& body) {
+    std::string hint = status == 401 ? " (check --api-key or $FLINT_API_KEY)" : "";
+    fail("the server answered ", status, ": ", client::error_message(body), hint);
+}
+
+Reply post_whole(client::HttpClient& http, const nlohmann::json& body, const client::Headers& headers) {
+    client::HttpResponse res = http.request("POST", "/v1/completions", body.dump(), headers);
+    if (res.status != 200) server_failed(res.status, res.body);
+    auto j = nlohmann::json::parse(res.body, nullptr, false);
+    if (!j.is_object() || !j.contains("choices") || !j["choices"].is_array() || j["choices"].empty() ||
+        !j["choices"][0].contains("text") || !j["choices"][0]["text"].is_string())
+        fail("the server's reply has no choices[0].text");
+    Reply r{j["choices"][0]["text"].get<std::string>(), j.contains("usage") ? j["usage"] : nlohmann::json()};
+    if (res.headers.count("server-timing")) r.server_timing = res.headers["server-timing"];
+    print_text(r.text);
+    return r;
+}
+
+// Streamed (SSE): each chunk's text printed as it arrives, so an editor can show it at once; the usage rides
+// in a last chunk (stream_options.include_usage). A stream that ends without [DONE] or carries an error
+// fails after what came was printed.
+Reply post_stream(client::HttpClient& http, nlohmann::json body, const client::Headers& headers,
+                  std::chrono::steady_clock::time_point t0) {
+    body["stream"] = true;
+    body["stream_options"] = {{"include_usage", true}};
+    Reply r;
+    client::SseParser parser;
+    std::string raw, error;  // raw: the start of the reply, for an error status
+    bool done = false;
+    client::HttpResponse res = http.request("POST", "/v1/completions", body.dump(), headers, [&](std::string_view bytes) {
+        if (raw.size() < 65536) raw.append(bytes);
+        parser.feed(bytes, [&](client::SseEvent&& e) {
+            if (e.data == "[DONE]") {
+                done = true;
+                return;
+            }
+            const auto j = nlohmann::json::parse(e.data, nullptr, false);
+            if (!j.is_object()) return;
+            if (j.contains("error")) error = client::error_message(e.data);
+            if (j.contains("usage") && j["usage"].is_object()) r.usage = j["usage"];
+            if (!j.contains("choices") || !j["choices"].is_array() || j["choices"].empty()) return;
+            const auto& c = j["choices"][0];
+            if (!c.is_object() || !c.contains("text") || !c["text"].is_string()) return;
+            const std::string t = c["text"].get<std::string>();
+            if (t.empty()) return;
+            if (r.first_ms < 0)
+                r.first_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+            r.text += t;
+            print_text(t);
+        });
+    });
+    if (res.status != 200) server_failed(res.status, raw);
+    if (!error.empty()) fail("the server's stream ended with an error: ", error);
+    if (!done) fail("the server's stream ended before its [DONE] (", r.text.size(), " bytes of completion came)");
+    if (res.headers.count("server-timing")) r.server_timing = res.headers["server-timing"];
+    return r;
+}
+
 void complete(const CompleteOptions& o) {
     using namespace client;
     const Cursor c = parse_cursor(o.where);
@@ -106,26 +179,17 @@ void complete(const CompleteOptions& o) {
         if (const char* k = std::getenv("FLINT_API_KEY")) key = k;
     HttpClient http(parse_url(o.url), false, o.timeout);
     const auto t0 = std::chrono::steady_clock::now();
-    HttpResponse res = http.request("POST", "/v1/completions", body.dump(), auth_headers(key));
+    const Reply r = o.stream ? post_stream(http, body, auth_headers(key), t0) : post_whole(http, body, auth_headers(key));
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    if (res.status != 200) {
-        std::string hint = res.status == 401 ? " (check --api-key or $FLINT_API_KEY)" : "";
-        fail("the server answered ", res.status, ": ", error_message(res.body), hint);
-    }
-    auto j = nlohmann::json::parse(res.body, nullptr, false);
-    if (!j.is_object() || !j.contains("choices") || !j["choices"].is_array() || j["choices"].empty() ||
-        !j["choices"][0].contains("text") || !j["choices"][0]["text"].is_string())
-        fail("the server's reply has no choices[0].text");
-    const std::string text = j["choices"][0]["text"].get<std::string>();
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    std::fflush(stdout);
     if (o.verbose) {
         // The text is out already: a usage of the wrong shape prints as zeros rather than failing the command.
-        const nlohmann::json u = j.contains("usage") ? j["usage"] : nlohmann::json();
-        std::fprintf(stderr, "\n[lines %zu-%zu of %zu sent; %d prompt tokens (%d cached), %d completion tokens, %.1f ms round trip; server: %s]\n",
+        const nlohmann::json& u = r.usage;
+        std::string first;
+        if (r.first_ms >= 0) first = ", first text at " + std::to_string(static_cast<int>(r.first_ms + 0.5)) + " ms";
+        std::fprintf(stderr, "\n[lines %zu-%zu of %zu sent; %d prompt tokens (%d cached), %d completion tokens, %.1f ms round trip%s; server: %s]\n",
                      w.first_line + 1, w.end_line, w.lines, int_at(u, "prompt_tokens"),
-                     int_at(u, "prompt_tokens_details", "cached_tokens"), int_at(u, "completion_tokens"), ms,
-                     res.headers.count("server-timing") ? res.headers["server-timing"].c_str() : "-");
+                     int_at(u, "prompt_tokens_details", "cached_tokens"), int_at(u, "completion_tokens"), ms, first.c_str(),
+                     r.server_timing.c_str());
     }
 }
 
@@ -161,6 +225,9 @@ void register_complete(CLI::App& app) {
                   "Plain prefix-suffix-middle prompt: the cursor's line stays in the prefix. By default the server puts "
                   "the cursor's line after <fim_middle>, as the start of the middle, so a keystroke within a line "
                   "reuses the cached suffix instead of prefilling it again");
+    cmd->add_flag("--stream", o->stream,
+                  "Print the completion as it is generated (an editor can show it at once, and stop reading when the "
+                  "user types on)");
     cmd->add_option("--temp", o->temperature, "Sampling temperature (default 0: greedy)")->check(CLI::Range(0.0, 2.0));
     cmd->add_option("--stop", o->stop, "Stop sequence (repeatable)");
     cmd->add_flag("-v,--verbose", o->verbose, "Token counts and timing on stderr");

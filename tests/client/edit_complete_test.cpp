@@ -157,6 +157,13 @@ TEST_F(CompleteTest, FillsTheMiddleAtTheCursorLikeTheEngineDoes) {
     auto piped = run_flint("complete --stdin unsaved.py:6:9 --url " + server_->http_url() + " -n 16 < " + file, dir_ + "/err.txt");
     ASSERT_EQ(piped.exit_code, 0) << read_text(dir_ + "/err.txt");
     EXPECT_EQ(piped.out, ref.out);
+    // Streamed: the same text, and -v says when its first piece came and what the usage chunk counted.
+    auto streamed = run_flint("complete " + file + ":6:9 --stream -v --url " + server_->http_url() + " -n 16", dir_ + "/err.txt");
+    const std::string err = read_text(dir_ + "/err.txt");
+    ASSERT_EQ(streamed.exit_code, 0) << err;
+    EXPECT_EQ(streamed.out, ref.out);
+    EXPECT_NE(err.find(", first text at "), std::string::npos) << err;
+    EXPECT_NE(err.find(", 16 completion tokens"), std::string::npos) << err;
 }
 
 // The window around the cursor starts on a multiple of 32 lines, so moving to the next line keeps the
@@ -270,6 +277,59 @@ TEST(CompleteReply, AUsageOfTheWrongShapeStillGivesTheCompletion) {
         EXPECT_NE(r.exit_code, 0) << body;
         EXPECT_EQ(r.out, "") << body;
         EXPECT_NE(read_text(dir + "/err.txt").find("no choices[0].text"), std::string::npos) << body << ": " << read_text(dir + "/err.txt");
+    }
+    fs::remove_all(dir);
+}
+
+// --stream against scripted servers: the body asks for a stream with its usage; pieces print as they come;
+// a stream cut before [DONE], or carrying an error, fails after printing what came; an error status is
+// reported from its JSON body.
+TEST(CompleteReply, AStreamPrintsItsPiecesAndFailsWhenItIsCutOrCarriesAnError) {
+    const std::string dir = temp_dir("complete-stream");
+    write_file(dir + "/a.py", "x = 1\n");
+    auto sse = [](const std::string& events) {
+        return RawReply{"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n" + events};
+    };
+    const std::string piece1 = "data: {\"choices\":[{\"index\":0,\"text\":\"pa\"}]}\n\n";
+    const std::string piece2 = "data: {\"choices\":[{\"index\":0,\"text\":\"ss\"}]}\n\n";
+    const std::string usage =
+        "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":5,\"prompt_tokens_details\":{\"cached_tokens\":4},\"completion_tokens\":2}}\n\n";
+    std::string body;
+    {
+        CannedHttpServer s(sse(piece1 + ": a comment\n\n" + piece2 + usage + "data: [DONE]\n\n"), CannedHttpServer::kWhole, &body);
+        auto r = run_flint("complete " + dir + "/a.py:1:1 --stream -v --url " + s.url(), dir + "/err.txt");
+        const std::string err = read_text(dir + "/err.txt");
+        EXPECT_EQ(r.exit_code, 0) << err;
+        EXPECT_EQ(r.out, "pass");
+        EXPECT_NE(err.find("; 5 prompt tokens (4 cached), 2 completion tokens"), std::string::npos) << err;
+    }
+    const auto j = nlohmann::json::parse(body, nullptr, false);
+    ASSERT_TRUE(j.is_object()) << body;
+    EXPECT_EQ(j.value("stream", false), true) << body;
+    EXPECT_TRUE(j.contains("stream_options") && j["stream_options"].value("include_usage", false)) << body;
+    struct Bad {
+        std::string events, message;
+    };
+    const std::vector<Bad> bad = {
+        {piece1, "ended before its [DONE] (2 bytes of completion came)"},
+        {piece1 + "data: {\"error\":{\"message\":\"the model was unloaded\",\"type\":\"server_error\"}}\n\n",
+         "ended with an error: the model was unloaded"},
+    };
+    for (const Bad& b : bad) {
+        CannedHttpServer s(sse(b.events));
+        auto r = run_flint("complete " + dir + "/a.py:1:1 --stream --url " + s.url(), dir + "/err.txt");
+        EXPECT_NE(r.exit_code, 0) << b.events;
+        EXPECT_EQ(r.out, "pa") << "what came is printed";
+        EXPECT_NE(read_text(dir + "/err.txt").find(b.message), std::string::npos) << read_text(dir + "/err.txt");
+    }
+    {
+        const std::string err_body = R"({"error":{"message":"no such model","type":"invalid_request_error"}})";
+        CannedHttpServer s(RawReply{"HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\nContent-Length: " +
+                                    std::to_string(err_body.size()) + "\r\nConnection: close\r\n\r\n" + err_body});
+        auto r = run_flint("complete " + dir + "/a.py:1:1 --stream --url " + s.url(), dir + "/err.txt");
+        EXPECT_NE(r.exit_code, 0);
+        EXPECT_EQ(r.out, "");
+        EXPECT_NE(read_text(dir + "/err.txt").find("answered 404: no such model"), std::string::npos) << read_text(dir + "/err.txt");
     }
     fs::remove_all(dir);
 }

@@ -29,7 +29,7 @@ struct CompleteOptions {
     double temperature = 0;
     std::vector<std::string> stop;
     bool verbose = false, from_stdin = false;
-    bool psm = false;  // keep the cursor's line in the prefix (the server's cursor_line_in_middle = false)
+    int band_lines = -1;  // the server's fim_band_lines (-1: the server's default)
     bool stream = false;  // print the text as it is generated
     std::string repo;                   // repo-level FIM: the repository's name
     std::vector<std::string> context;  // and other files of it, before the one completed
@@ -171,7 +171,7 @@ void complete(const CompleteOptions& o) {
             files.push_back({{"path", repo_path(path)}, {"content", read_text_file(path, 1 << 20).text}});
         body["context_files"] = std::move(files);
     }
-    if (o.psm) body["cursor_line_in_middle"] = false;
+    if (o.band_lines >= 0) body["fim_band_lines"] = o.band_lines;
     if (!o.model.empty()) body["model"] = o.model;
     if (!o.stop.empty()) body["stop"] = o.stop;
     std::string key = o.api_key;
@@ -210,9 +210,9 @@ void register_complete(CLI::App& app) {
                     "so it stays put while the cursor moves and the server's prefix cache keeps it")
         ->check(CLI::Range(0, 1 << 24));
     cmd->add_option("--suffix-lines", o->suffix_lines,
-                    "Lines below the cursor's to send (default 16; 0: all). The server prefills these again whenever the "
-                    "cursor changes line (with --psm, on every call): on two CPU cores and a 0.5B model about 1 s at 16 "
-                    "lines, 4.7 s at 64")
+                    "Lines below the cursor's to send (default 16; 0: all). The server prefills these again when the lines "
+                    "above the band change (see --band-lines; with 0, on every call): on two CPU cores and a 0.5B model "
+                    "about 1 s at 16 lines, 4.7 s at 64")
         ->check(CLI::Range(0, 1 << 24));
     cmd->add_option("--repo", o->repo,
                     "Repo-level FIM (Qwen2.5-Coder's <|repo_name|>/<|file_sep|> prompt): the repository's name, sent with "
@@ -221,10 +221,12 @@ void register_complete(CLI::App& app) {
     cmd->add_option("--context", o->context,
                     "Another file of the repository to put before FILE (repeatable; repo-level FIM). It sits at the "
                     "prompt's start, so the server's prefix cache keeps it from one call to the next");
-    cmd->add_flag("--psm", o->psm,
-                  "Plain prefix-suffix-middle prompt: the cursor's line stays in the prefix. By default the server puts "
-                  "the cursor's line after <fim_middle>, as the start of the middle, so a keystroke within a line "
-                  "reuses the cached suffix instead of prefilling it again");
+    cmd->add_option("--band-lines", o->band_lines,
+                    "The server puts the lines from the last multiple of N (counted from the window's start) through the "
+                    "cursor's after <fim_middle>, as the start of the middle, so typing on reuses the cached suffix; the "
+                    "suffix is prefilled again once every N lines (default: the server's, 8; 1: the cursor's line alone; "
+                    "0: plain prefix-suffix-middle, the suffix prefilled again on every call)")
+        ->check(CLI::Range(0, 1 << 20));
     cmd->add_flag("--stream", o->stream,
                   "Print the completion as it is generated (an editor can show it at once, and stop reading when the "
                   "user types on)");

@@ -176,8 +176,8 @@ void register_run(CLI::App& app) {
     cmd->add_option("--fim-prefix", o->fim_prefix, "Fill-in-the-middle: code before the cursor")->each([o](const std::string&) { o->fim = true; });
     cmd->add_option("--fim-suffix", o->fim_suffix, "Fill-in-the-middle: code after the cursor")->each([o](const std::string&) { o->fim = true; });
     cmd->add_option("--fim-middle", o->fim_middle,
-                    "Fill-in-the-middle: text the middle starts with, after <fim_middle> (flint serve puts the cursor's "
-                    "line there: --fim-prefix then ends at the line's start)")
+                    "Fill-in-the-middle: text the middle starts with, after <fim_middle> (flint serve puts the last lines "
+                    "before the cursor there: see fim_band_lines in the README)")
         ->each([o](const std::string&) { o->fim = true; });
     cmd->add_flag("--no-special", o->no_special, "Treat special-token text in the prompt as plain text");
     cmd->add_flag("--no-bos", o->no_bos, "Do not add the BOS token");

@@ -235,10 +235,9 @@ CompletionRequest parse_completion_request(const json& body) {
             r.context_files.push_back({std::move(*path), std::move(*content)});
         }
     }
-    r.cursor_line_in_middle = opt_bool(body, "cursor_line_in_middle", "cursor_line_in_middle");
-    if (r.cursor_line_in_middle && !r.suffix)
-        throw bad_request("'cursor_line_in_middle' is for fill-in-the-middle: give 'suffix' too.", "cursor_line_in_middle",
-                          "invalid_value");
+    if (auto band = opt_int(body, "fim_band_lines", "fim_band_lines", 0, 1 << 20)) r.fim_band_lines = static_cast<int>(*band);
+    if (r.fim_band_lines && !r.suffix)
+        throw bad_request("'fim_band_lines' is for fill-in-the-middle: give 'suffix' too.", "fim_band_lines", "invalid_value");
     if (const char* repo = r.repo_field(); repo && !r.suffix)
         throw bad_request("'repo_name', 'path' and 'context_files' are for fill-in-the-middle: give 'suffix' too.", repo,
                           "invalid_value");

@@ -56,10 +56,11 @@ struct CompletionRequest {
     // repository's name, the path of the file being completed, other files before it.
     std::optional<std::string> repo_name, path;
     std::vector<RepoFile> context_files;
-    // (flint extension) Whether the prompt's last line — the cursor's line — goes after <fim_middle> as the
-    // start of the middle (tokenizer/fim.h), so keystrokes within a line reuse the cached suffix. Default on;
-    // false sends plain PSM.
-    std::optional<bool> cursor_line_in_middle;
+    // (flint extension) How the prompt's last lines go after <fim_middle> as the start of the middle
+    // (tokenizer/fim.h split_cursor_band), so keystrokes reuse the cached suffix: the band of lines from the
+    // last multiple of this many lines through the cursor's. 1: the cursor's line; 0: plain PSM.
+    static constexpr int kDefaultFimBandLines = 8;
+    std::optional<int> fim_band_lines;
     // The first repo-level field given (the one an error names), nullptr when none is: plain FIM.
     const char* repo_field() const {
         return path ? "path" : repo_name ? "repo_name" : !context_files.empty() ? "context_files" : nullptr;

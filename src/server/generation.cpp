@@ -216,18 +216,17 @@ PreparedCompletion prepare_completion(ServerState& st, const CompletionRequest& 
         if (!has_fim(tok))
             throw bad_request("Model '" + m.name + "' has no fill-in-the-middle tokens; 'suffix' needs a FIM model.", "suffix",
                               "unsupported_parameter");
-        // The cursor's line after <fim_middle> unless the client asked for plain PSM (tokenizer/fim.h).
-        CursorSplit at{req.prompt, {}};
-        if (req.cursor_line_in_middle.value_or(true)) at = split_cursor_line(req.prompt);
+        // The last lines through the cursor's after <fim_middle>, unless the client asked for plain PSM.
+        const CursorSplit at = split_cursor_band(req.prompt, req.fim_band_lines.value_or(CompletionRequest::kDefaultFimBandLines));
         if (const char* repo = req.repo_field(); !repo) {
-            p.gen.prompt = fim_tokens(tok, at.above, *req.suffix, at.line_head);
+            p.gen.prompt = fim_tokens(tok, at.above, *req.suffix, at.band);
         } else {
             if (!has_repo_fim(tok))
                 throw bad_request("Model '" + m.name + "' has no repo-level FIM tokens (<|repo_name|>, <|file_sep|>); '" +
                                       repo + "' needs a model that has them, e.g. Qwen2.5-Coder.",
                                   repo, "unsupported_parameter");
             p.gen.prompt = repo_fim_tokens(tok, req.repo_name.value_or(""), req.context_files, req.path.value_or(""),
-                                           at.above, *req.suffix, at.line_head);
+                                           at.above, *req.suffix, at.band);
         }
     } else {
         p.gen.prompt = tok.encode(req.prompt, tok.add_bos(), false);

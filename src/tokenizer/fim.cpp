@@ -1,5 +1,7 @@
 #include "tokenizer/fim.h"
 
+#include <algorithm>
+
 #include "util/error.h"
 
 namespace flint {
@@ -49,10 +51,13 @@ std::vector<TokenId> fim_tokens(const Tokenizer& tok, std::string_view prefix, s
     return out;
 }
 
-CursorSplit split_cursor_line(std::string_view prefix) {
-    const size_t nl = prefix.rfind('\n');
-    if (nl == std::string_view::npos) return {{}, prefix};
-    return {prefix.substr(0, nl + 1), prefix.substr(nl + 1)};
+CursorSplit split_cursor_band(std::string_view prefix, int band_lines) {
+    if (band_lines <= 0) return {prefix, {}};
+    const size_t cursor_line = static_cast<size_t>(std::count(prefix.begin(), prefix.end(), '\n'));
+    const size_t start_line = cursor_line / static_cast<size_t>(band_lines) * static_cast<size_t>(band_lines);
+    size_t at = 0;  // where line start_line begins
+    for (size_t line = 0; line < start_line; ++line) at = prefix.find('\n', at) + 1;
+    return {prefix.substr(0, at), prefix.substr(at)};
 }
 
 std::vector<TokenId> repo_context_tokens(const Tokenizer& tok, std::string_view repo_name, std::span<const RepoFile> files) {

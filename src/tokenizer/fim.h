@@ -12,9 +12,11 @@
 // fim_prompt() returns the same prompt as text for display and logs only.
 //
 // `middle` (optional) is text the middle already starts with, placed after <fim_middle>: the model goes on
-// from it. Editor completion puts the cursor's line there (split_cursor_line, as llama.vim does with
-// llama.cpp's infill): while the user types within a line only that text changes, so the prompt up to and
-// including <fim_middle> — the whole suffix too — stays the same and a prefix cache covers it.
+// from it (it is trained to predict each middle token from the ones before, so this is in distribution).
+// Editor completion puts the last lines before the cursor there (split_cursor_band; llama.vim does it with
+// the cursor's line): while the user types, only that text changes, so the prompt through <fim_middle> —
+// the whole suffix too — stays the same and a prefix cache covers it. A band of several lines keeps that
+// true across Enter: typing on, the lines above the band and the suffix below the cursor do not change.
 //
 // Repo-level (Qwen2.5-Coder): <|repo_name|>name\n then per file <|file_sep|>path\ncontent, and the file
 // being edited last as <|file_sep|>path\n followed by its FIM prompt. Needs <|repo_name|>/<|file_sep|>.
@@ -35,12 +37,13 @@ bool has_repo_fim(const Tokenizer& tok);  // and <|repo_name|>, <|file_sep|>
 std::vector<TokenId> fim_tokens(const Tokenizer& tok, std::string_view prefix, std::string_view suffix,
                                 std::string_view middle = {});
 
-// The text before a cursor split after its last '\n': the lines above, and the cursor's line up to the
-// cursor (all of it when there is no newline).
+// The text before a cursor split into the lines above a band and the band: the lines from the last line
+// whose index (0-based, counted from the text's start) is a multiple of band_lines, through the cursor's
+// line up to the cursor. band_lines 1: the cursor's line alone; 0: no band (all of it above).
 struct CursorSplit {
-    std::string_view above, line_head;
+    std::string_view above, band;
 };
-CursorSplit split_cursor_line(std::string_view prefix);
+CursorSplit split_cursor_band(std::string_view prefix, int band_lines);
 
 struct RepoFile {
     std::string path;

@@ -138,30 +138,34 @@ TEST_F(CompleteTest, FillsTheMiddleAtTheCursorLikeTheEngineDoes) {
     auto r = run_flint("complete " + file + ":6:9 --url " + server_->http_url() + " -n 16", dir_ + "/err.txt");
     ASSERT_EQ(r.exit_code, 0) << read_text(dir_ + "/err.txt");
     EXPECT_FALSE(r.out.empty());
-    // The same FIM prompt through the engine directly, greedy: the same text. The server puts the cursor's
-    // line (its 8 spaces) after <fim_middle>.
+    // The same FIM prompt through the engine directly, greedy: the same text. The server puts the lines
+    // from the last multiple of 8 through the cursor's (here all six) after <fim_middle>.
+    auto engine = [&](const std::string& above, const std::string& middle) {
+        auto e = run_flint("run -m " + shared_path("models/flint-tiny-code.gguf") + " --temp 0 -n 16 --fim-prefix " +
+                           shell_quote(above) + " --fim-suffix " + shell_quote(suffix) + " --fim-middle " + shell_quote(middle));
+        EXPECT_EQ(e.exit_code, 0);
+        return e.out;
+    };
+    const std::string ref_out = engine("", prefix);
+    EXPECT_EQ(r.out, ref_out);
+    // --band-lines 1: the cursor's line (its 8 spaces) alone; 0: plain PSM, the whole prefix before the suffix.
     const size_t line_start = prefix.rfind('\n') + 1;
-    auto ref = run_flint("run -m " + shared_path("models/flint-tiny-code.gguf") + " --temp 0 -n 16 --fim-prefix " +
-                         shell_quote(prefix.substr(0, line_start)) + " --fim-suffix " + shell_quote(suffix) +
-                         " --fim-middle " + shell_quote(prefix.substr(line_start)));
-    ASSERT_EQ(ref.exit_code, 0);
-    EXPECT_EQ(r.out, ref.out);
-    // --psm: the plain layout, the whole prefix before the suffix.
-    auto psm = run_flint("complete " + file + ":6:9 --psm --url " + server_->http_url() + " -n 16", dir_ + "/err.txt");
-    ASSERT_EQ(psm.exit_code, 0) << read_text(dir_ + "/err.txt");
-    auto psm_ref = run_flint("run -m " + shared_path("models/flint-tiny-code.gguf") + " --temp 0 -n 16 --fim-prefix " +
-                             shell_quote(prefix) + " --fim-suffix " + shell_quote(suffix));
-    ASSERT_EQ(psm_ref.exit_code, 0);
-    EXPECT_EQ(psm.out, psm_ref.out);
+    const std::vector<std::pair<std::string, std::string>> bands = {{"1", engine(prefix.substr(0, line_start), prefix.substr(line_start))},
+                                                                    {"0", engine(prefix, "")}};
+    for (const auto& [band, expected] : bands) {
+        auto b = run_flint("complete " + file + ":6:9 --band-lines " + band + " --url " + server_->http_url() + " -n 16", dir_ + "/err.txt");
+        ASSERT_EQ(b.exit_code, 0) << read_text(dir_ + "/err.txt");
+        EXPECT_EQ(b.out, expected) << band;
+    }
     // An editor's unsaved buffer on stdin (the name only labels it): the same completion.
     auto piped = run_flint("complete --stdin unsaved.py:6:9 --url " + server_->http_url() + " -n 16 < " + file, dir_ + "/err.txt");
     ASSERT_EQ(piped.exit_code, 0) << read_text(dir_ + "/err.txt");
-    EXPECT_EQ(piped.out, ref.out);
+    EXPECT_EQ(piped.out, ref_out);
     // Streamed: the same text, and -v says when its first piece came and what the usage chunk counted.
     auto streamed = run_flint("complete " + file + ":6:9 --stream -v --url " + server_->http_url() + " -n 16", dir_ + "/err.txt");
     const std::string err = read_text(dir_ + "/err.txt");
     ASSERT_EQ(streamed.exit_code, 0) << err;
-    EXPECT_EQ(streamed.out, ref.out);
+    EXPECT_EQ(streamed.out, ref_out);
     EXPECT_NE(err.find(", first text at "), std::string::npos) << err;
     EXPECT_NE(err.find(", 16 completion tokens"), std::string::npos) << err;
 }
@@ -398,15 +402,15 @@ TEST(CompleteRepo, SendsTheRepoFieldsAndTheContextFiles) {
         EXPECT_EQ(run_flint("complete " + dir + "/main.py:1:21 --url " + s.url()).exit_code, 0);
     }
     EXPECT_EQ(body.find("repo_name"), std::string::npos) << body;
-    EXPECT_EQ(body.find("cursor_line_in_middle"), std::string::npos) << "the server's default: " << body;
-    // --psm asks for the plain layout (the cursor's line stays in the prefix).
+    EXPECT_EQ(body.find("fim_band_lines"), std::string::npos) << "the server's default: " << body;
+    // --band-lines asks the server for that band (0: plain PSM).
     {
         CannedHttpServer s(R"({"choices":[{"text":"Book"}]})", CannedHttpServer::kWhole, &body);
-        EXPECT_EQ(run_flint("complete " + dir + "/main.py:1:21 --psm --url " + s.url()).exit_code, 0);
+        EXPECT_EQ(run_flint("complete " + dir + "/main.py:1:21 --band-lines 0 --url " + s.url()).exit_code, 0);
     }
     const auto psm = nlohmann::json::parse(body, nullptr, false);
     ASSERT_TRUE(psm.is_object()) << body;
-    EXPECT_EQ(psm.value("cursor_line_in_middle", true), false) << body;
+    EXPECT_EQ(psm.value("fim_band_lines", -1), 0) << body;
     // Run from the repository's directory: paths inside it go out relative to it (as the model saw them in
     // training), and the repository's name defaults to the directory's.
     {

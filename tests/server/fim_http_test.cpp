@@ -1,9 +1,11 @@
-// Fill-in-the-middle on /v1/completions (`suffix`) and its flint extensions: the cursor's line after
-// <fim_middle> (cursor_line_in_middle, default on), so a keystroke within a line reuses the cached suffix;
+// Fill-in-the-middle on /v1/completions (`suffix`) and its flint extensions: the last lines before the
+// cursor after <fim_middle> (fim_band_lines, default 8), so typing on reuses the cached suffix;
 // and repo-level FIM (repo_name, path, context_files), Qwen2.5-Coder's <|repo_name|> / <|file_sep|> prompt
 // (tokenizer/fim.h, checked against the reference tokenizer in tests/tokenizer/fim_test.cpp). What the
 // server cannot honour is refused, naming the field.
 #include <gtest/gtest.h>
+
+#include <algorithm>
 
 #include "harness.h"
 #include "tokenizer/fim.h"
@@ -85,58 +87,81 @@ Answer answer(int port, const json& req) {
     return a;
 }
 
-TEST_F(FimHttp, TheCursorsLineGoesAfterFimMiddleUnlessAskedForPlainPsm) {
-    const auto tok = models_->registry.find("qwen")->tokenizer;
-    const std::string above = "def area(w, h):\n    \"\"\"Rectangle.\"\"\"\n", head = "    return w", suffix = "\n\nprint(area(2, 3))\n";
-    json req = {{"model", "qwen"}, {"prompt", above + head}, {"suffix", suffix}, {"temperature", 0}, {"max_tokens", 6}};
-    const Answer split = answer(port(), req);
-    const auto split_ids = fim_tokens(*tok, above, suffix, head);
-    EXPECT_EQ(split.prompt_tokens, static_cast<int>(split_ids.size()));
-    // The same prompt given as those token ids: the same greedy text, so it was that prompt.
-    json by_ids = {{"model", "qwen"}, {"prompt", split_ids}, {"temperature", 0}, {"max_tokens", 6}};
-    EXPECT_EQ(split.text, answer(port(), by_ids).text);
-
-    req["cursor_line_in_middle"] = false;  // plain PSM: the whole prompt after <fim_prefix>
-    const Answer psm = answer(port(), req);
-    by_ids["prompt"] = fim_tokens(*tok, above + head, suffix);
-    EXPECT_EQ(psm.prompt_tokens, static_cast<int>(fim_tokens(*tok, above + head, suffix).size()));
-    EXPECT_EQ(psm.text, answer(port(), by_ids).text);
-    EXPECT_NE(psm.text, split.text) << "two different prompts: the tiny model answers them differently";
+// Lines "x0 = compute(0)\n" … for lines [from, to).
+std::string numbered_lines(int from, int to) {
+    std::string s;
+    for (int i = from; i < to; ++i) s += "x" + std::to_string(i) + " = compute(" + std::to_string(i) + ")\n";
+    return s;
 }
 
-TEST_F(FimHttp, AKeystrokeWithinALineReusesTheCachedSuffix) {
+TEST_F(FimHttp, TheBandOfLinesBeforeTheCursorGoesAfterFimMiddle) {
     const auto tok = models_->registry.find("qwen")->tokenizer;
-    std::string above, suffix;
-    for (int i = 0; i < 6; ++i) above += "x" + std::to_string(i) + " = compute(" + std::to_string(i) + ")\n";
+    const std::string prompt = numbered_lines(0, 10) + "    return w", suffix = "\n\nprint(area(2, 3))\n";
+    std::vector<std::string> texts;
+    // The default band is 8 lines: lines 8-9 and the cursor's line 10 after <fim_middle>; 1: the cursor's
+    // line alone; 0: plain PSM, the whole prompt after <fim_prefix>.
+    for (int band : {-1, 1, 3, 0}) {
+        json req = {{"model", "qwen"}, {"prompt", prompt}, {"suffix", suffix}, {"temperature", 0}, {"max_tokens", 6}};
+        if (band >= 0) req["fim_band_lines"] = band;
+        const Answer a = answer(port(), req);
+        const CursorSplit at = split_cursor_band(prompt, band < 0 ? 8 : band);
+        const auto ids = fim_tokens(*tok, at.above, suffix, at.band);
+        EXPECT_EQ(a.prompt_tokens, static_cast<int>(ids.size())) << band;
+        // The same prompt given as those token ids: the same greedy text, so it was that prompt.
+        json by_ids = {{"model", "qwen"}, {"prompt", ids}, {"temperature", 0}, {"max_tokens", 6}};
+        EXPECT_EQ(a.text, answer(port(), by_ids).text) << band;
+        texts.push_back(a.text);
+    }
+    EXPECT_EQ(split_cursor_band(prompt, 8).above, numbered_lines(0, 8));
+    std::sort(texts.begin(), texts.end());
+    EXPECT_GT(std::unique(texts.begin(), texts.end()) - texts.begin(), 1) << "different prompts: the tiny model answers some differently";
+}
+
+TEST_F(FimHttp, TypingOnReusesTheCachedSuffixAcrossEnterWithinTheBand) {
+    const auto tok = models_->registry.find("qwen")->tokenizer;
+    std::string suffix;
     for (int i = 0; i < 6; ++i) suffix += "\nprint(y" + std::to_string(i) + ", x" + std::to_string(i) + ")";
-    const size_t through_middle = fim_tokens(*tok, above, suffix).size();  // BOS? … <fim_middle>
-    // Typing "y = x0 + x1" one keystroke after another, the cursor at the end of the line.
-    auto keystroke = [&](const std::string& line, bool psm) {
-        json req = {{"model", "qwen"}, {"prompt", above + line}, {"suffix", suffix}, {"temperature", 0}, {"max_tokens", 2}};
-        if (psm) req["cursor_line_in_middle"] = false;
+    const int suffix_tokens = static_cast<int>(tok->encode(suffix, false, false).size());
+    // Lines 0-8 written; typing line 9, then Enter and line 10: all in the band of lines 8-15.
+    const std::string written = numbered_lines(0, 9);
+    auto keystroke = [&](const std::string& typed, int band) {
+        json req = {{"model", "qwen"}, {"prompt", written + typed}, {"suffix", suffix}, {"temperature", 0}, {"max_tokens", 2}};
+        if (band >= 0) req["fim_band_lines"] = band;
         return answer(port(), req);
     };
-    keystroke("y = x", false);
-    const Answer next = keystroke("y = x0", false);
-    EXPECT_GE(next.cached, static_cast<int>(through_middle)) << "the suffix was prefilled again";
-    EXPECT_LT(next.prompt_tokens - next.cached, 8);
-    // Plain PSM: the changed line sits before the suffix, so the suffix is prefilled again every time.
-    keystroke("z = x", true);
-    const Answer psm = keystroke("z = x0", true);
-    EXPECT_GT(psm.prompt_tokens - psm.cached, static_cast<int>(tok->encode(suffix, false, false).size()));
+    const int through_middle = static_cast<int>(fim_tokens(*tok, numbered_lines(0, 8), suffix).size());
+    keystroke("y = x", -1);
+    for (const std::string typed : {"y = x0", "y = x0\n", "y = x0\nz"}) {
+        const Answer a = keystroke(typed, -1);
+        EXPECT_GE(a.cached, through_middle) << "'" << typed << "': the suffix was prefilled again";
+        EXPECT_LT(a.prompt_tokens - a.cached, 8) << typed;
+    }
+    // A band of 1 line: Enter moves the line into the prefix, before the suffix, which is prefilled again.
+    keystroke("v = x0", 1);
+    const Answer within = keystroke("v = x01", 1);
+    EXPECT_LT(within.prompt_tokens - within.cached, 8);
+    const Answer enter = keystroke("v = x01\nw", 1);
+    EXPECT_GT(enter.prompt_tokens - enter.cached, suffix_tokens);
+    // Plain PSM: every keystroke changes the text before the suffix.
+    keystroke("u = x", 0);
+    const Answer psm = keystroke("u = x0", 0);
+    EXPECT_GT(psm.prompt_tokens - psm.cached, suffix_tokens);
 }
 
-TEST_F(FimHttp, CursorLineInMiddleIsCheckedLikeTheOtherFields) {
-    json req = {{"model", "qwen"}, {"prompt", "a = 1\nb"}, {"suffix", "\n"}, {"max_tokens", 1}, {"cursor_line_in_middle", "yes"}};
+TEST_F(FimHttp, FimBandLinesIsCheckedLikeTheOtherFields) {
+    json req = {{"model", "qwen"}, {"prompt", "a = 1\nb"}, {"suffix", "\n"}, {"max_tokens", 1}};
+    for (const json& bad : {json("yes"), json(1.5), json(-1), json(1 << 21)}) {
+        req["fim_band_lines"] = bad;
+        HttpResult r = post_json(port(), "/v1/completions", req);
+        EXPECT_EQ(r.status, 400) << r.body;
+        EXPECT_EQ(r.json_body()["error"]["param"], "fim_band_lines") << r.body;
+    }
+    req["fim_band_lines"] = 4;
+    req.erase("suffix");  // it only means something for FIM
     HttpResult r = post_json(port(), "/v1/completions", req);
     EXPECT_EQ(r.status, 400) << r.body;
-    EXPECT_EQ(r.json_body()["error"]["param"], "cursor_line_in_middle") << r.body;
-    EXPECT_EQ(r.json_body()["error"]["code"], "invalid_type") << r.body;
-    req["cursor_line_in_middle"] = true;
-    req.erase("suffix");  // it only means something for FIM
-    r = post_json(port(), "/v1/completions", req);
-    EXPECT_EQ(r.status, 400) << r.body;
-    EXPECT_EQ(r.json_body()["error"]["param"], "cursor_line_in_middle") << r.body;
+    EXPECT_EQ(r.json_body()["error"]["param"], "fim_band_lines") << r.body;
+    EXPECT_NE(r.json_body()["error"]["message"].get<std::string>().find("suffix"), std::string::npos) << r.body;
     req["suffix"] = "\n";
     EXPECT_EQ(post_json(port(), "/v1/completions", req).status, 200);
 }

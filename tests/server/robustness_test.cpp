@@ -193,7 +193,7 @@ struct RandomFields {
         "include", "metadata", "stop", "messages", "prompt", "max_tokens", "n", "echo", "stream_options",
         "logit_bias", "response_format", "background", "truncation", "type", "name", "parameters", "schema",
         "content", "role", "suffix", "frequency_penalty", "presence_penalty", "logprobs", "reasoning",
-        "parallel_tool_calls", "generate", "response", "response_id", "repo_name", "path", "context_files", "cursor_line_in_middle"};
+        "parallel_tool_calls", "generate", "response", "response_id", "repo_name", "path", "context_files", "fim_band_lines"};
 
     int pick(int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); }
     const char* key() { return kKeys[pick(static_cast<int>(std::size(kKeys)))]; }

@@ -59,18 +59,31 @@ TEST(Fim, Qwen2RepoLevelContextMatchesReferenceIds) {
     EXPECT_EQ(ids, tok->encode(expected_text, false, true));
 }
 
-TEST(Fim, TheCursorsLineSplitsOffAfterTheLastNewline) {
-    auto check = [](std::string_view prefix, std::string_view above, std::string_view head) {
-        const CursorSplit s = split_cursor_line(prefix);
-        EXPECT_EQ(s.above, above) << prefix;
-        EXPECT_EQ(s.line_head, head) << prefix;
+TEST(Fim, TheBandBeforeTheCursorStartsOnAMultipleOfItsLines) {
+    auto check = [](std::string_view prefix, int band, std::string_view above, std::string_view rest) {
+        const CursorSplit s = split_cursor_band(prefix, band);
+        EXPECT_EQ(s.above, above) << prefix << " / " << band;
+        EXPECT_EQ(s.band, rest) << prefix << " / " << band;
     };
-    check("a = 1\nb = a + ", "a = 1\n", "b = a + ");
-    check("a = 1\n", "a = 1\n", "");          // the cursor at a line's start: nothing of its line yet
-    check("x = 1", "", "x = 1");                // the first line: all of it is the cursor's line
-    check("", "", "");
-    check("a\r\n  b", "a\r\n", "  b");         // CRLF: the line ends at its \n
-    check("a\n\n\n", "a\n\n\n", "");
+    // One line: the cursor's line alone, after the last newline.
+    check("a = 1\nb = a + ", 1, "a = 1\n", "b = a + ");
+    check("a = 1\n", 1, "a = 1\n", "");           // the cursor at a line's start: nothing of its line yet
+    check("x = 1", 1, "", "x = 1");                 // the first line
+    check("", 1, "", "");
+    check("a\r\n  b", 1, "a\r\n", "  b");          // CRLF: the line ends at its \n
+    // 0: no band.
+    check("a\nb\nc", 0, "a\nb\nc", "");
+    // Three lines: lines 0-2, 3-5, …; the cursor on line 4 (0-based) → the band is lines 3-4.
+    const std::string text = "l0\nl1\nl2\nl3\nl4 x";
+    check(text, 3, "l0\nl1\nl2\n", "l3\nl4 x");
+    check("l0\nl1\nl2\nl3\n", 3, "l0\nl1\nl2\n", "l3\n");  // on line 4 at its start
+    check("l0\nl1\nl2\n", 3, "l0\nl1\nl2\n", "");             // line 3 starts a band
+    check("l0\nl1", 3, "", "l0\nl1");
+    check(text, 100, "", text);
+    // Typing on, Enter included, keeps the lines above the band the same until the next multiple.
+    for (const std::string typed : {"l3", "l3\n", "l3\nl4", "l3\nl4\nl5"})
+        EXPECT_EQ(split_cursor_band("l0\nl1\nl2\n" + typed, 3).above, "l0\nl1\nl2\n") << typed;
+    EXPECT_EQ(split_cursor_band("l0\nl1\nl2\nl3\nl4\nl5\n", 3).above, "l0\nl1\nl2\nl3\nl4\nl5\n");
 }
 
 TEST(Fim, TheMiddleStartGoesAfterFimMiddle) {

@@ -125,6 +125,11 @@ void register_serve(CLI::App& app) {
     cmd->add_option("--idle-timeout", o->server.idle_timeout_s, "Seconds a keep-alive connection may idle (default 120)");
     cmd->add_option("--body-timeout", o->server.body_timeout_s, "Seconds to receive a request body (default 60)");
     cmd->add_option("--ws-max-age", o->server.ws_max_age_s, "WebSocket connection age limit in seconds (default 3600)");
+    cmd->add_option("--fim-band-lines", o->server.fim_band_lines,
+                    "Fill-in-the-middle on /v1/completions: the lines from the last multiple of N through the cursor's go "
+                    "after <fim_middle>, so typing on reuses the cached suffix (default 8; 1: the cursor's line alone; "
+                    "0: plain prefix-suffix-middle). A request's fim_band_lines overrides it")
+        ->check(CLI::Range(0, 1 << 20));
     cmd->add_flag("--no-websocket", o->no_websocket, "Answer WebSocket upgrades with 426 (clients fall back to HTTP/SSE)");
     cmd->add_flag("--no-ws-direct", [o](int64_t) { o->server.ws_direct = false; },
                   "Write WebSocket events from the socket's thread only; by default the engine thread writes a "

@@ -58,8 +58,8 @@ struct CompletionRequest {
     std::vector<RepoFile> context_files;
     // (flint extension) How the prompt's last lines go after <fim_middle> as the start of the middle
     // (tokenizer/fim.h split_cursor_band), so keystrokes reuse the cached suffix: the band of lines from the
-    // last multiple of this many lines through the cursor's. 1: the cursor's line; 0: plain PSM.
-    static constexpr int kDefaultFimBandLines = 8;
+    // last multiple of this many lines through the cursor's. 1: the cursor's line; 0: plain PSM. Absent:
+    // the server's --fim-band-lines.
     std::optional<int> fim_band_lines;
     // The first repo-level field given (the one an error names), nullptr when none is: plain FIM.
     const char* repo_field() const {

@@ -34,6 +34,9 @@ struct ServerConfig {
     std::string models_dir;                // POST /v1/models loads only files inside it ("" → any path)
     bool handle_signals = false;           // SIGINT/SIGTERM: graceful stop; SIGHUP: reload limits
     bool quiet = false;                    // no startup lines (tests)
+    // FIM on /v1/completions: the band of lines before the cursor put after <fim_middle> when a request does
+    // not say (its fim_band_lines; tokenizer/fim.h split_cursor_band). 0: plain PSM.
+    int fim_band_lines = 8;
 };
 
 class Server {

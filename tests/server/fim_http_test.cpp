@@ -148,6 +148,28 @@ TEST_F(FimHttp, TypingOnReusesTheCachedSuffixAcrossEnterWithinTheBand) {
     EXPECT_GT(psm.prompt_tokens - psm.cached, suffix_tokens);
 }
 
+TEST_F(FimHttp, TheServersDefaultBandIsItsFlagAndARequestOverridesIt) {
+    server::ServerConfig cfg;
+    cfg.fim_band_lines = 0;  // flint serve --fim-band-lines 0: plain PSM unless a request asks
+    TestServer psm_server(cfg, *models_);
+    const auto tok = models_->registry.find("qwen")->tokenizer;
+    const std::string prompt = numbered_lines(0, 10) + "y = ", suffix = "\nprint(y)\n";
+    json req = {{"model", "qwen"}, {"prompt", prompt}, {"suffix", suffix}, {"temperature", 0}, {"max_tokens", 4}};
+    const Answer plain = answer(psm_server.port(), req);
+    json by_ids = {{"model", "qwen"}, {"prompt", fim_tokens(*tok, prompt, suffix)}, {"temperature", 0}, {"max_tokens", 4}};
+    EXPECT_EQ(plain.text, answer(psm_server.port(), by_ids).text);
+    EXPECT_EQ(plain.prompt_tokens, static_cast<int>(fim_tokens(*tok, prompt, suffix).size()));
+    req["fim_band_lines"] = 8;
+    const Answer banded = answer(psm_server.port(), req);
+    const CursorSplit at = split_cursor_band(prompt, 8);
+    by_ids["prompt"] = fim_tokens(*tok, at.above, suffix, at.band);
+    EXPECT_EQ(banded.text, answer(psm_server.port(), by_ids).text);
+    EXPECT_NE(banded.text, plain.text) << "two different prompts: the tiny model answers them differently";
+    // The default server (8) gives that same answer without the field.
+    req.erase("fim_band_lines");
+    EXPECT_EQ(answer(port(), req).text, banded.text);
+}
+
 TEST_F(FimHttp, FimBandLinesIsCheckedLikeTheOtherFields) {
     json req = {{"model", "qwen"}, {"prompt", "a = 1\nb"}, {"suffix", "\n"}, {"max_tokens", 1}};
     for (const json& bad : {json("yes"), json(1.5), json(-1), json(1 << 21)}) {

@@ -12,6 +12,7 @@
 #include "client/fim_window.h"
 #include "client/http_client.h"
 #include "client/responses.h"
+#include "client/responses_http.h"
 #include "client/sse.h"
 #include "util/error.h"
 
@@ -87,8 +88,7 @@ void print_text(std::string_view t) {
 }
 
 [[noreturn]] void server_failed(int status, const std::string& body) {
-    std::string hint = status == 401 ? " (check --api-key or $FLINT_API_KEY)" : "";
-    fail("the server answered ", status, ": ", client::error_message(body), hint);
+    fail(client::describe_failure(status, client::error_message(body)));
 }
 
 Reply post_whole(client::HttpClient& http, const nlohmann::json& body, const client::Headers& headers) {

@@ -216,7 +216,7 @@ PreparedCompletion prepare_completion(ServerState& st, const CompletionRequest& 
         if (!has_fim(tok))
             throw bad_request("Model '" + m.name + "' has no fill-in-the-middle tokens; 'suffix' needs a FIM model.", "suffix",
                               "unsupported_parameter");
-        // The last lines through the cursor's after <fim_middle>, unless the client asked for plain PSM.
+        // The last lines through the cursor's after <fim_middle> (a band of 0: plain PSM).
         const CursorSplit at = split_cursor_band(req.prompt, req.fim_band_lines.value_or(st.cfg.fim_band_lines));
         if (const char* repo = req.repo_field(); !repo) {
             p.gen.prompt = fim_tokens(tok, at.above, *req.suffix, at.band);

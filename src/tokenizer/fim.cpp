@@ -1,7 +1,5 @@
 #include "tokenizer/fim.h"
 
-#include <algorithm>
-
 #include "util/error.h"
 
 namespace flint {
@@ -53,10 +51,9 @@ std::vector<TokenId> fim_tokens(const Tokenizer& tok, std::string_view prefix, s
 
 CursorSplit split_cursor_band(std::string_view prefix, int band_lines) {
     if (band_lines <= 0) return {prefix, {}};
-    const size_t cursor_line = static_cast<size_t>(std::count(prefix.begin(), prefix.end(), '\n'));
-    const size_t start_line = cursor_line / static_cast<size_t>(band_lines) * static_cast<size_t>(band_lines);
-    size_t at = 0;  // where line start_line begins
-    for (size_t line = 0; line < start_line; ++line) at = prefix.find('\n', at) + 1;
+    size_t at = 0, line = 0;  // at: where the last line whose index is a multiple of band_lines starts
+    for (size_t i = 0; i < prefix.size(); ++i)
+        if (prefix[i] == '\n' && ++line % static_cast<size_t>(band_lines) == 0) at = i + 1;
     return {prefix.substr(0, at), prefix.substr(at)};
 }
 

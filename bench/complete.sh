@@ -6,11 +6,13 @@
 #   psm    the default window (256 lines above, 16 below, its start on a multiple of 32 lines), plain PSM
 #   line   the default window, the cursor's line after <fim_middle> (--band-lines 1, as llama.vim sends it)
 #   band   the default window, the server's default band of 8 lines after <fim_middle>
-# Prints per keystroke the round trip, prompt tokens and cached tokens (from -v), then per mode the median,
-# mean and largest round trip (Enter is where line and band differ: the mean shows it).
+# Prints per keystroke the round trip, prompt tokens and cached tokens (from -v) and, with --stream, when the
+# first text came; then per mode the median, mean and largest round trip (Enter is where line and band
+# differ: the mean shows it) and the median first text.
 #   bench/complete.sh [MODEL.gguf]   (default: a Qwen2.5-Coder-0.5B-shaped Q8_0 from `flint mkmodel`;
 #                                     FLINT=path/to/flint, THREADS=2; WINDOW_ARGS="--suffix-lines 64" to
-#                                     change the window of psm, line and band)
+#                                     change the window of psm, line and band; TOKENS=4 tokens a completion;
+#                                     EXTRA_ARGS="--stream" added to every call)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 FLINT=${FLINT:-build/flint}
@@ -33,7 +35,7 @@ done
 # ~600 lines of this repository's C++, the cursor on line 300.
 cat src/server/generation.cpp src/server/chat_completions_api.cpp src/server/responses_api.cpp | head -n 600 > "$work/base.cpp"
 typed=$'    int n = 0;\n    n += 1;\n    return n;'
-echo "mode,keystroke,round_trip_ms,prompt_tokens,cached_tokens"
+echo "mode,keystroke,round_trip_ms,prompt_tokens,cached_tokens,first_text_ms"
 for ((k = 1; k <= ${#typed}; k++)); do
   part=${typed:0:k}
   { head -n 299 "$work/base.cpp"; printf '%s\n' "$part"; tail -n +300 "$work/base.cpp"; } > "$work/edit.cpp"
@@ -48,10 +50,11 @@ for ((k = 1; k <= ${#typed}; k++)); do
       band) args="${WINDOW_ARGS:-}" ;;
       *) echo "unknown mode $mode (whole, psm, line, band)" >&2; exit 1 ;;
     esac
-    "$FLINT" complete "$where" -n 4 -v $args --url "${url[$mode]}" >/dev/null 2>"$work/err"
+    "$FLINT" complete "$where" -n "${TOKENS:-4}" -v $args ${EXTRA_ARGS:-} --url "${url[$mode]}" >/dev/null 2>"$work/err"
     line=$(grep -o 'sent; [0-9]* prompt tokens ([0-9]* cached), [0-9]* completion tokens, [0-9.]* ms' "$work/err")
     read -r prompt cached ms < <(echo "$line" | sed -E 's/sent; ([0-9]+) prompt tokens \(([0-9]+) cached\), [0-9]+ completion tokens, ([0-9.]+) ms/\1 \2 \3/')
-    echo "$mode,$k,$ms,$prompt,$cached"
+    first=$(grep -o 'first text at [0-9]* ms' "$work/err" | grep -o '[0-9]*' || true)
+    echo "$mode,$k,$ms,$prompt,$cached,$first"
   done
 done | tee "$work/rows.csv"
 median() { sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
@@ -59,5 +62,5 @@ for mode in $modes; do  # the first keystroke of each mode is its cold start: le
   rows=$(grep "^$mode," "$work/rows.csv" | tail -n +2)
   echo "$mode: round trip median $(echo "$rows" | cut -d, -f3 | median) ms," \
        "$(echo "$rows" | cut -d, -f3 | awk '{s += $1; if ($1 > m) m = $1} END {printf "mean %.1f ms, largest %.1f ms", s / NR, m}')" \
-       "over $(echo "$rows" | wc -l) keystrokes; prompt $(echo "$rows" | cut -d, -f4 | median) tokens, cached $(echo "$rows" | cut -d, -f5 | median) (medians)"
+       "over $(echo "$rows" | wc -l) keystrokes; prompt $(echo "$rows" | cut -d, -f4 | median) tokens, cached $(echo "$rows" | cut -d, -f5 | median) (medians)$(echo "$rows" | cut -d, -f6 | { grep . || true; } | median | sed -E 's/^(.+)$/; first text median \1 ms/')"
 done

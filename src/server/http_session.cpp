@@ -96,6 +96,7 @@ net::awaitable<void> run_http_session(std::shared_ptr<ServerState> st, tcp::sock
     beast::tcp_stream stream(std::move(socket));
     beast::flat_buffer buffer;
     ++st->metrics.connections;
+    ++st->metrics.connections_total;
     struct Count {
         std::atomic<int64_t>& n;
         ~Count() { --n; }

@@ -73,6 +73,8 @@ std::string Metrics::render(ModelRegistry& models) const {
     counter("flint_completion_tokens_total", "Generated tokens.", completion_tokens);
     counter("flint_rate_limited_total", "Requests refused with 429.", rate_limited);
     counter("flint_client_disconnects_total", "Responses cancelled because the client went away.", disconnects);
+    counter("flint_connections_total", "Client connections accepted.", connections_total);
+    counter("flint_websocket_sessions_total", "WebSocket sessions opened (upgrades accepted).", websockets_total);
     counter("flint_websocket_direct_writes_total", "WebSocket writes of events made by the engine thread itself.", ws_direct_writes);
     gauge("flint_connections", "Open client connections.", "flint_connections " + std::to_string(connections.load()) + "\n");
     gauge("flint_websocket_sessions", "Open WebSocket sessions.", "flint_websocket_sessions " + std::to_string(websockets.load()) + "\n");

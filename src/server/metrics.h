@@ -35,7 +35,8 @@ public:
     std::string render(ModelRegistry& models) const;
 
     std::atomic<uint64_t> prompt_tokens{0}, cached_tokens{0}, completion_tokens{0};
-    std::atomic<int64_t> connections{0}, websockets{0}, in_flight{0};
+    std::atomic<int64_t> connections{0}, websockets{0}, in_flight{0};  // open now
+    std::atomic<uint64_t> connections_total{0}, websockets_total{0};     // ever opened
     std::atomic<uint64_t> rate_limited{0}, disconnects{0};
     std::atomic<uint64_t> ws_direct_writes{0};  // WebSocket writes made by an engine thread
     Histogram ttft;         // seconds: request accepted → first token event

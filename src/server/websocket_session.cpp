@@ -306,6 +306,7 @@ net::awaitable<void> run_websocket_session(std::shared_ptr<ServerState> st, beas
     co_await ws.async_accept(upgrade, net::redirect_error(net::use_awaitable, ec));
     if (ec) co_return;
     ++st->metrics.websockets;
+    ++st->metrics.websockets_total;
     auto conn = std::make_shared<Connection>();
     auto ex = co_await net::this_coro::executor;
     conn->signal = std::make_shared<Signal>(ex);

@@ -56,6 +56,29 @@ TEST_F(WebSocket, SecondTurnContinuesOnTheCachedKvAndPrefillsOnlyTheDelta) {
     EXPECT_EQ(r2["previous_response_id"], r1["id"]);
 }
 
+// /metrics counts connections and WebSocket sessions as they open, so an operator (and the Agents SDK test)
+// can tell one persistent socket carrying every turn from a client that reconnects each time.
+TEST_F(WebSocket, MetricsCountTheSessionsAndConnectionsOpened) {
+    const std::string before = http(port(), "GET", "/metrics").body;  // its own connection counted already
+    {
+        WsClient ws(port());
+        ws.send(create({{"input", "Once upon a time"}, {"max_output_tokens", 4}, {"store", false}}));
+        json r1 = terminal_of(ws.recv_until(kTerminal))["response"];
+        ws.send(create({{"input", "Then"}, {"previous_response_id", r1["id"]}, {"max_output_tokens", 4}, {"store", false}}));
+        ws.recv_until(kTerminal);
+        const std::string during = http(port(), "GET", "/metrics").body;
+        EXPECT_EQ(metric(during, "flint_websocket_sessions_total"), metric(before, "flint_websocket_sessions_total") + 1);
+        EXPECT_EQ(metric(during, "flint_connections_total"), metric(before, "flint_connections_total") + 2);
+        EXPECT_GE(metric(during, "flint_websocket_sessions"), 1);
+    }
+    WsClient again(port());
+    again.send(create({{"input", "Once"}, {"max_output_tokens", 2}, {"store", false}}));
+    again.recv_until(kTerminal);
+    const std::string after = http(port(), "GET", "/metrics").body;
+    EXPECT_EQ(metric(after, "flint_websocket_sessions_total"), metric(before, "flint_websocket_sessions_total") + 2);
+    EXPECT_EQ(metric(after, "flint_connections_total"), metric(before, "flint_connections_total") + 4);
+}
+
 // store:false, so each continuation's history comes from the connection's own cache: truncation "auto" drops
 // the oldest turns of a copy, and the cached history it started from stays whole (continuing from it again
 // without truncation is still refused).

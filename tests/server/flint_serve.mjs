@@ -1,5 +1,5 @@
-// Shared by the npm-client tests (tests/server/node, tests/server/codex): a real `flint serve` on a free
-// port, and scripted models (`flint mkmodel --script`) for answers known in advance.
+// Shared by the npm-client tests (tests/server/node, codex, agents): a real `flint serve` on a free port,
+// and scripted models (`flint mkmodel --script`) for answers known in advance.
 import { spawn, execFileSync } from 'node:child_process';
 import { once } from 'node:events';
 

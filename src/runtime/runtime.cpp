@@ -208,6 +208,7 @@ struct Runtime::Impl {
         s->usage.cached_tokens = m.n_tokens;
         s->sampler.emplace(r.sampling, model.config.n_vocab);
         if (r.json_schema) s->json.emplace(r.json_schema);
+        if (r.call_schema && !r.call_prefix.empty()) open_call(*s, r.call_prefix);
         s->decoder.emplace(tok);
         s->stops = StopMatcher(r.stop);
         // Lookup also drafts once the output outgrows a prediction.
@@ -260,33 +261,86 @@ struct Runtime::Impl {
         ev.top_logprobs = smp.top;
         ev.step_ms = step_ms;
         emit(s, ev);
+        if (r.call_schema && smp.token == r.call_open && !s.call) open_call(s, "");
         if (s.stops.stopped() || (s.json && s.json->complete())) finish(s, FinishReason::Stop);
         else if (static_cast<int>(s.output.size()) >= r.max_tokens) finish(s, FinishReason::Length);
         else if (static_cast<int>(s.tokens.size()) >= cfg.ctx) finish(s, FinishReason::ContextFull);
         return !s.finished;
     }
 
-    // A json_object / json_schema sequence's next token: drawn as plain sampling draws it, except that a
-    // draw whose bytes cannot continue the JSON text is masked out of the row and drawn again; after a few
-    // such refusals every token that cannot continue is masked before the last draw. Control tokens (end of
-    // turn included) never fit: the answer ends when the value is complete. Nothing fits → the request
-    // fails. The one exception, json_call_token as the answer's first token, lifts the constraint.
-    Sampled sample_json(Sequence& s, float* row) {
-        const int32_t call = s.output.empty() ? s.req().json_call_token : -1;
+    // Tool calls whose JSON is constrained (GenerationRequest::call_schema). Before the JSON starts, leading
+    // whitespace is skipped (Qwen writes "<tool_call>\n{"), at most kMaxWhitespace bytes of it; once the value
+    // is complete, whitespace again and the closing token (if the request names one) end the call.
+    void open_call(Sequence& s, std::string_view text) {
+        s.call.emplace(s.req().call_schema);
+        s.call_begun = false;
+        s.call_closing = false;
+        s.call_whitespace = 0;
+        if (!text.empty()) feed_call(s, text);
+    }
+    static size_t leading_whitespace(std::string_view p) {
+        size_t n = 0;
+        while (n < p.size() && (p[n] == ' ' || p[n] == '\n' || p[n] == '\r' || p[n] == '\t')) ++n;
+        return n;
+    }
+    bool call_accepts(const Sequence& s, std::string_view p) const {
+        if (s.call_closing)
+            return leading_whitespace(p) == p.size() && s.call_whitespace + static_cast<int>(p.size()) <= JsonSchemaPrefix::kMaxWhitespace;
+        if (!s.call_begun) {
+            const size_t ws = leading_whitespace(p);
+            if (s.call_whitespace + static_cast<int>(ws) > JsonSchemaPrefix::kMaxWhitespace) return false;
+            p.remove_prefix(ws);
+            if (p.empty()) return true;
+        }
+        return s.call->accepts(p);
+    }
+    void feed_call(Sequence& s, std::string_view p) {
+        if (s.call_closing) {
+            s.call_whitespace += static_cast<int>(p.size());
+            return;
+        }
+        if (!s.call_begun) {
+            const size_t ws = leading_whitespace(p);
+            s.call_whitespace += static_cast<int>(ws);
+            p.remove_prefix(ws);
+            if (p.empty()) return;
+            s.call_begun = true;
+        }
+        s.call->feed(p);
+        if (!s.call->complete()) return;
+        if (s.req().call_close < 0) {
+            s.call.reset();
+            return;
+        }
+        s.call_closing = true;
+        s.call_whitespace = 0;
+    }
+
+    // The next token of a sequence whose output is constrained: a json_object / json_schema answer, or the
+    // JSON of a tool call. Drawn as plain sampling draws it, except that a draw whose bytes cannot continue
+    // the JSON text is masked out of the row and drawn again; after a few such refusals every token that
+    // cannot continue is masked before the last draw. Control tokens (end of turn included) never fit: an
+    // answer ends when the value is complete, a call goes on unconstrained. Nothing fits → the request fails.
+    // The one exception, json_call_token as an answer's first token, lifts the answer's constraint (a call).
+    Sampled sample_constrained(Sequence& s, float* row) {
+        const bool in_call = s.call.has_value();
+        const int32_t call = !in_call && s.output.empty() ? s.req().json_call_token : -1;
+        const int32_t close = in_call && s.call_closing ? s.req().call_close : -1;
+        auto accepts = [&](std::string_view p) { return in_call ? call_accepts(s, p) : s.json->accepts(p); };
         // `first` (the full pass): which first bytes may come next, filled as met — a token whose first byte
         // may not is out without a closer look (most tokens, where only a few bytes may follow).
         auto fits = [&](int32_t t, std::array<int8_t, 256>* first = nullptr) {
-            if (t == call && t >= 0) return true;
+            if ((t == call || t == close) && t >= 0) return true;
             if (t < 0 || t >= tok.n_vocab() || tok.is_special(t)) return false;  // (model rows past the vocab: padding)
             const std::string p = tok.piece(t);
             if (p.empty()) return false;  // (a token that adds nothing is never taken)
             if (first) {
                 int8_t& f = (*first)[static_cast<unsigned char>(p[0])];  // 0 unknown, 1 may come next, -1 may not
-                if (f == 0) f = s.json->accepts(std::string_view(p.data(), 1)) ? 1 : -1;
+                if (f == 0) f = accepts(std::string_view(p.data(), 1)) ? 1 : -1;
                 if (f < 0) return false;
                 if (p.size() == 1) return true;
             }
-            return s.json->accepts(p);
+            return accepts(p);
         };
         constexpr int kRedraws = 8;
         constexpr size_t kMasks = 16;
@@ -294,8 +348,11 @@ struct Runtime::Impl {
         for (int i = 0; i <= kRedraws; ++i) {
             if (i == kRedraws) {
                 // Every token that cannot continue is masked; the set is cached by the recogniser's state
-                // (and whether a call may open here), most recently used first.
-                const std::string key = s.json->signature() + (call >= 0 ? "+call" : "");
+                // (and whether a call may open here, or whether a call's JSON has begun), most recently used first.
+                const std::string key = !in_call        ? s.json->signature() + (call >= 0 ? "+call" : "")
+                                        : s.call_closing ? "call-close" + std::to_string(s.call_whitespace)
+                                        : s.call_begun   ? "call:" + s.call->signature()
+                                                         : "call-ws" + std::to_string(s.call_whitespace) + ":" + s.call->signature();
                 auto hit = std::find_if(s.json_masks.begin(), s.json_masks.end(), [&](const auto& m) { return m.first == key; });
                 if (hit == s.json_masks.end()) {
                     std::array<int8_t, 256> first{};
@@ -313,18 +370,20 @@ struct Runtime::Impl {
             x = s.sampler->sample(row, s.tokens);
             if (fits(x.token)) {
                 if (x.token == call) s.json.reset();  // a tool call, not JSON text
+                else if (x.token == close) s.call.reset();
+                else if (in_call) feed_call(s, tok.piece(x.token));
                 else s.json->feed(tok.piece(x.token));
                 return x;
             }
             row[x.token] = -std::numeric_limits<float>::infinity();
         }
-        finish(s, FinishReason::Error, "no token can continue the JSON output");
+        finish(s, FinishReason::Error, in_call ? "no token can continue the tool call's JSON" : "no token can continue the JSON output");
         return x;
     }
 
     void propose_drafts(Sequence& s) {
         s.drafts.clear();
-        if (!s.draft_len || s.json) return;  // a constrained draw is not plain sampling's: no verification
+        if (!s.draft_len || s.json || s.call) return;  // a constrained draw is not plain sampling's: no verification
         const int room = std::min(cfg.ctx - static_cast<int>(s.tokens.size()) - 1,
                                   s.req().max_tokens - static_cast<int>(s.output.size()) - 1);
         const int k = std::min(s.draft_len->next(), room);
@@ -484,13 +543,13 @@ struct Runtime::Impl {
                     ++row;
                     continue;
                 }
-                const Sampled first = s.json ? sample_json(s, &logits[row * V]) : s.sampler->sample(&logits[row * V], s.tokens);
+                const Sampled first = s.json || s.call ? sample_constrained(s, &logits[row * V]) : s.sampler->sample(&logits[row * V], s.tokens);
                 if (!s.finished) accept_token(s, first, step_ms);
                 ++row;
                 continue;
             }
-            if (s.json) {  // constrained: never any drafts, one row
-                const Sampled x = sample_json(s, &logits[row * V]);
+            if (s.json || s.call) {  // constrained: never any drafts, one row
+                const Sampled x = sample_constrained(s, &logits[row * V]);
                 s.n_past += 1;
                 if (!s.finished) accept_token(s, x, step_ms);
                 ++row;
@@ -517,7 +576,7 @@ struct Runtime::Impl {
                 Verdict v = prepared ? verify_position(*s.sampler, rows_prepared[size_t(j)], draft)
                                      : verify_position(*s.sampler, &logits[(row + j) * V], s.tokens, draft);
                 const bool match = v.accepted;
-                if (!accept_token(s, v.chosen, step_ms)) {
+                if (!accept_token(s, v.chosen, step_ms) || s.call) {  // finished, or a call opened: what follows is constrained
                     if (match) ++accepted;
                     break;
                 }

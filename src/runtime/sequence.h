@@ -46,9 +46,13 @@ struct Sequence {
     std::optional<LookupDrafter> lookup;
     std::optional<AdaptiveLength> draft_len;
     std::optional<JsonSchemaPrefix> json;  // json_object / json_schema requests: the output so far, as JSON
-    // The tokens that fit, per recogniser state (JsonSchemaPrefix::signature), most recent first: the
-    // full-vocabulary pass is costly and states recur (inside a string, after a key, …).
+    // The tokens that fit, per recogniser state (JsonSchemaPrefix::signature; a call's marked apart), most
+    // recent first: the full-vocabulary pass is costly and states recur (inside a string, after a key, …).
     std::vector<std::pair<std::string, std::vector<bool>>> json_masks;
+    std::optional<JsonSchemaPrefix> call;  // inside a tool call (GenerationRequest::call_schema): its JSON so far
+    bool call_begun = false;               // the call's JSON has started (before: whitespace may come first)
+    bool call_closing = false;             // the call's JSON is complete: whitespace, then the closing token
+    int call_whitespace = 0;               // whitespace bytes before the JSON, or after it
     std::vector<int32_t> drafts;      // proposed for the current step
     bool drafts_from_prediction = false;  // their source: the prediction, or prompt lookup
     bool finished = false;

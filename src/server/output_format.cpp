@@ -265,4 +265,57 @@ std::shared_ptr<const JsonSchema> output_format(const json& format, const std::s
     return compile_json_schema(*schema, at + ".schema");
 }
 
+std::shared_ptr<const JsonSchema> tool_call_schema(const json& tools) {
+    if (!tools.is_array()) return nullptr;
+    auto out = std::make_shared<JsonSchema>();
+    std::vector<int> calls;
+    for (size_t i = 0; i < tools.size(); ++i) {
+        const json& t = tools[i];
+        if (!t.is_object() || t.value("type", "") != "function") continue;
+        const json& f = t.contains("function") && t["function"].is_object() ? t["function"] : t;
+        if (!f.contains("name") || !f["name"].is_string()) continue;
+        if (calls.size() == kMaxConstrainedTools) return nullptr;
+        std::shared_ptr<const JsonSchema> params;
+        if (const json* p = field(f, "parameters"); p && !p->is_null()) {
+            try {
+                params = compile_json_schema(*p, "tools[" + std::to_string(i) + "].parameters");
+            } catch (const ApiError&) {
+                // Not enforceable here: the call's arguments are then any object.
+            }
+        }
+        if (!params) params = JsonSchema::any_object();
+        // The tool's nodes, renumbered after those already in `out` (node 0, Any, is shared).
+        const int base = static_cast<int>(out->nodes.size()) - 1;
+        auto at = [base](int n) { return n == 0 ? 0 : n + base; };
+        for (size_t n = 1; n < params->nodes.size(); ++n) {
+            JsonSchemaNode node = params->nodes[n];
+            for (int& p : node.props) p = at(p);
+            for (int& o : node.options) o = at(o);
+            node.additional = at(node.additional);
+            node.items = at(node.items);
+            out->nodes.push_back(std::move(node));
+        }
+        JsonSchemaNode name;
+        name.kind = JsonSchemaNode::Kind::Enum;
+        name.values = {json(f["name"]).dump()};
+        JsonSchemaNode call;
+        call.kind = JsonSchemaNode::Kind::Object;
+        call.names = {"name", "arguments"};
+        call.props = {out->add(std::move(name)), at(params->root)};
+        call.required = 3;
+        call.allow_additional = false;
+        calls.push_back(out->add(std::move(call)));
+    }
+    if (calls.empty()) return nullptr;
+    if (calls.size() == 1) {
+        out->root = calls[0];
+    } else {
+        JsonSchemaNode any;
+        any.kind = JsonSchemaNode::Kind::AnyOf;
+        any.options = calls;
+        out->root = out->add(std::move(any));
+    }
+    return out;
+}
+
 }  // namespace flint::server

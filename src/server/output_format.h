@@ -23,4 +23,12 @@ std::shared_ptr<const JsonSchema> output_format(const nlohmann::json& format, co
 // object, as OpenAI requires.
 std::shared_ptr<const JsonSchema> compile_json_schema(const nlohmann::json& schema, const std::string& param);
 
+// What a tool call's JSON may be — {"name": N, "arguments": …} with N's parameters, for each function tool
+// (Responses' flat shape or Chat's "function" object) — for constrained sampling inside <tool_call>. A
+// tool without parameters, or whose parameters use a keyword flint cannot enforce, takes any object as its
+// arguments. Null when there is no function tool, or more than kMaxConstrainedTools of them (too many
+// readings to follow at once).
+constexpr size_t kMaxConstrainedTools = 32;
+std::shared_ptr<const JsonSchema> tool_call_schema(const nlohmann::json& tools);
+
 }  // namespace flint::server

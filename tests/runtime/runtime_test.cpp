@@ -421,6 +421,126 @@ TEST(Runtime, JsonOutputFitsItsFormatAndStopsWhenTheValueIsComplete) {
     }
 }
 
+// A tool call's schema by hand (the server builds it from the tools, server/output_format.h): {"name":
+// "get_weather", "arguments": {"days": integer, "hot": boolean}}, all required, nothing else. (No strings:
+// a random model rarely closes one.)
+std::shared_ptr<const JsonSchema> weather_call_schema() {
+    using Kind = JsonSchemaNode::Kind;
+    auto s = std::make_shared<JsonSchema>();
+    const int name = s->add({.kind = Kind::Enum, .values = {"\"get_weather\""}});
+    const int days = s->add({.kind = Kind::Integer});
+    const int hot = s->add({.kind = Kind::Boolean});
+    const int args = s->add({.kind = Kind::Object, .names = {"days", "hot"}, .props = {days, hot}, .required = 3, .allow_additional = false});
+    s->root = s->add({.kind = Kind::Object, .names = {"name", "arguments"}, .props = {name, args}, .required = 3, .allow_additional = false});
+    return s;
+}
+
+// How much of `text` (after leading whitespace) is a call's JSON: every byte fits the schema up to the
+// point where the value is complete (returned as its end), or to the end of the text (npos: incomplete).
+size_t call_json_end(const std::shared_ptr<const JsonSchema>& schema, const std::string& text, size_t from) {
+    JsonSchemaPrefix j(schema);
+    size_t i = text.find_first_not_of(" \n\r\t", from);
+    for (; i != std::string::npos && i < text.size(); ++i) {
+        EXPECT_TRUE(j.feed(text.substr(i, 1))) << "byte " << i << " of " << text << " does not fit the call's schema";
+        if (j.complete()) return i + 1;
+    }
+    return std::string::npos;
+}
+
+// After a complete call's JSON: whitespace, then the closing tag (unless the output ended before it).
+void expect_closed(const std::string& rest) {
+    const size_t at = rest.find_first_not_of(" \n\r\t");
+    if (at != std::string::npos) {
+        EXPECT_EQ(rest.substr(at, 12), "</tool_call>") << "after the call: " << rest;
+    }
+}
+
+void expect_weather_call(const std::string& call_json) {
+    const nlohmann::json v = nlohmann::json::parse(call_json);  // throws (fails) if not JSON
+    EXPECT_EQ(v["name"], "get_weather");
+    EXPECT_EQ(v["arguments"].size(), 2u);
+    EXPECT_TRUE(v["arguments"]["days"].is_number_integer() && v["arguments"]["hot"].is_boolean()) << call_json;
+}
+
+// Tool calls: once <tool_call> is out (or the prompt ends inside a call, as a forced tool_choice leaves it),
+// the call's JSON fits the tools' schema whatever the model — tiny-qwen2 has random weights — and when it is
+// complete, sampling is free again: here a bias makes the model open call after call, each constrained, with
+// prompt lookup proposing drafts in between (a draft that opens a call ends the verification there).
+TEST(Runtime, ToolCallJsonFitsTheToolsSchemaAndSamplingIsFreeAfterIt) {
+    FLINT_REQUIRE_SHARED("models/tiny-qwen2-f32.gguf");
+    Loaded q;
+    q.model = Model::load(shared_path("models/tiny-qwen2-f32.gguf"));
+    q.tok = Tokenizer::from_gguf(*q.model->file);
+    const std::optional<int32_t> open = q.tok->find_token("<tool_call>"), close = q.tok->find_token("</tool_call>");
+    ASSERT_TRUE(open.has_value() && close.has_value());
+    const auto schema = weather_call_schema();
+    RuntimeConfig cfg;
+    cfg.threads = 1;
+    cfg.ctx = 1024;
+    Runtime rt(q.model, q.tok, cfg);
+    const std::vector<int32_t> prompt = q.tok->encode("What is the weather in Oslo for the next days?", false, false);
+
+    // Forced: the prompt ends with the start of the call, the output continues it.
+    int completed = 0;
+    for (int seed = 0; seed < 4; ++seed) {
+        GenerationRequest r = greedy_request(prompt, 80);
+        if (seed > 0) r.sampling = {.temperature = 1.0f, .seed = uint64_t(seed)};
+        r.call_schema = schema;
+        r.call_open = *open;
+        r.call_close = *close;
+        r.call_prefix = "\n{\"name\": \"";
+        std::string text;
+        Event e = run_one(rt, r, &text);
+        ASSERT_NE(e.finish, FinishReason::Error) << e.error;
+        const std::string call = "{\"name\": \"" + text;
+        SCOPED_TRACE(call);
+        if (const size_t end = call_json_end(schema, call, 0); end != std::string::npos) {
+            expect_weather_call(call.substr(0, end));
+            expect_closed(call.substr(end));
+            ++completed;
+        }
+    }
+    EXPECT_GT(completed, 0) << "some calls are complete";
+
+    // Opened by the model: every call after a <tool_call> tag fits and is closed. (Sampled: greedy, this
+    // model repeats itself.)
+    int most_calls = 0;
+    for (int seed = 1; seed <= 3; ++seed) {
+        GenerationRequest r = greedy_request(prompt, 300);
+        r.sampling = {.temperature = 1.0f, .seed = uint64_t(seed)};
+        r.sampling.logit_bias = {{*open, 40.0f}};
+        r.call_schema = schema;
+        r.call_open = *open;
+        r.call_close = *close;
+        std::string text;
+        Event e = run_one(rt, r, &text);
+        ASSERT_NE(e.finish, FinishReason::Error) << e.error;
+        SCOPED_TRACE(text);
+        const std::string tag = "<tool_call>";
+        ASSERT_EQ(text.rfind(tag, 0), 0u) << "the bias makes the first token a call";
+        int calls = 0;
+        for (size_t at = 0; at != std::string::npos;) {
+            const size_t next = text.find(tag, at + tag.size());
+            const std::string segment = text.substr(at + tag.size(), next == std::string::npos ? std::string::npos : next - at - tag.size());
+            const size_t end = call_json_end(schema, segment, 0);
+            if (next != std::string::npos) {
+                ASSERT_NE(end, std::string::npos) << "a call was left before its JSON was complete";
+            }
+            if (end != std::string::npos) {
+                expect_weather_call(segment.substr(segment.find('{'), end - segment.find('{')));
+                expect_closed(segment.substr(end));
+                if (next != std::string::npos) {
+                    EXPECT_NE(segment.find("</tool_call>", end), std::string::npos);
+                }
+                ++calls;
+            }
+            at = next;
+        }
+        most_calls = std::max(most_calls, calls);
+    }
+    EXPECT_GE(most_calls, 2) << "after a complete call, the model was free to open another";
+}
+
 TEST(Runtime, ContextLimitsAndBadRequestsAreClearErrors) {
     FLINT_REQUIRE_SHARED("models/stories260K.gguf");
     auto l = load_stories();

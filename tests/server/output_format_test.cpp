@@ -114,5 +114,63 @@ TEST(OutputFormat, AnnotationsAreIgnoredAndTypeListsBecomeAlternatives) {
     EXPECT_EQ(s->nodes[a.options[1]].kind, JsonSchemaNode::Kind::Null);
 }
 
+// Whether `text` is a complete tool call under the tools' call schema (a prefix that breaks off is not).
+bool whole_call(const std::shared_ptr<const JsonSchema>& s, const std::string& text) {
+    JsonSchemaPrefix j(s);
+    return j.feed(text) && j.complete();
+}
+
+// Tool calls' JSON: {"name", "arguments"} per function tool, arguments held to that tool's own parameters
+// (in either API's shape, $refs resolved within each tool), others any object.
+TEST(ToolCallSchema, EachNameTakesItsOwnToolsArguments) {
+    const json weather = {{"type", "object"},
+                          {"properties", {{"city", {{"$ref", "#/$defs/place"}}}, {"days", {{"type", "integer"}}}}},
+                          {"required", {"city"}},
+                          {"additionalProperties", false},
+                          {"$defs", {{"place", {{"type", "string"}}}}}};
+    const json tools = json::array({
+        {{"type", "function"}, {"name", "get_weather"}, {"parameters", weather}},                              // Responses
+        {{"type", "function"}, {"function", {{"name", "run"}, {"parameters", {{"type", "object"},               // Chat
+                                                                           {"properties", {{"cmd", {{"type", "string"}}}}},
+                                                                           {"required", {"cmd"}}}}}}},
+        {{"type", "function"}, {"name", "now"}},                                                               // no parameters
+        {{"type", "function"}, {"name", "grep"}, {"parameters", {{"type", "object"}, {"properties", {{"re", {{"type", "string"}, {"pattern", "x"}}}}}}}},
+        {{"type", "web_search"}},                                                                              // not a function: skipped
+    });
+    const auto s = tool_call_schema(tools);
+    ASSERT_NE(s, nullptr);
+    EXPECT_TRUE(whole_call(s, R"({"name": "get_weather", "arguments": {"city": "Oslo", "days": 3}})"));
+    EXPECT_TRUE(whole_call(s, R"({"arguments": {"city": "Oslo"}, "name": "get_weather"})")) << "keys in any order";
+    EXPECT_TRUE(whole_call(s, R"({"name":"run","arguments":{"cmd":"ls"}})"));
+    EXPECT_TRUE(whole_call(s, R"({"name": "now", "arguments": {}})"));
+    EXPECT_TRUE(whole_call(s, R"({"name": "now", "arguments": {"any": [1, 2]}})"));
+    EXPECT_TRUE(whole_call(s, R"({"name": "grep", "arguments": {"re": 5}})")) << "a keyword flint cannot enforce: any object";
+
+    EXPECT_FALSE(whole_call(s, R"({"name": "get_weather", "arguments": {"city": 5}})")) << "the $ref's type";
+    EXPECT_FALSE(whole_call(s, R"({"name": "get_weather", "arguments": {"days": 3}})")) << "city is required";
+    EXPECT_FALSE(whole_call(s, R"({"name": "get_weather", "arguments": {"city": "Oslo", "x": 1}})")) << "no other keys";
+    EXPECT_FALSE(whole_call(s, R"({"name": "get_weather", "arguments": {"cmd": "ls"}})")) << "another tool's arguments";
+    EXPECT_FALSE(whole_call(s, R"({"name": "run", "arguments": {"city": "Oslo"}})"));
+    EXPECT_FALSE(whole_call(s, R"({"name": "web_search", "arguments": {}})")) << "not a function tool";
+    EXPECT_FALSE(whole_call(s, R"({"name": "now"})")) << "arguments are required";
+    EXPECT_FALSE(whole_call(s, R"({"name": "now", "arguments": {}, "id": 1})"));
+    EXPECT_FALSE(whole_call(s, R"({"name": "now", "arguments": []})"));
+    JsonSchemaPrefix p(s);
+    EXPECT_FALSE(p.feed(R"({"name": "nope)")) << "an unknown name is refused as soon as it departs";
+}
+
+TEST(ToolCallSchema, NoFunctionToolsOrTooManyMeanNoConstraint) {
+    EXPECT_EQ(tool_call_schema(json()), nullptr);
+    EXPECT_EQ(tool_call_schema(json::array()), nullptr);
+    EXPECT_EQ(tool_call_schema(json::array({{{"type", "web_search"}}, {{"type", "function"}}})), nullptr);
+    json many = json::array();
+    for (size_t i = 0; i < kMaxConstrainedTools; ++i) many.push_back({{"type", "function"}, {"name", "f" + std::to_string(i)}});
+    const auto s = tool_call_schema(many);
+    ASSERT_NE(s, nullptr);
+    EXPECT_TRUE(whole_call(s, R"({"name": "f31", "arguments": {}})"));
+    many.push_back({{"type", "function"}, {"name", "one_more"}});
+    EXPECT_EQ(tool_call_schema(many), nullptr);
+}
+
 }  // namespace
 }  // namespace flint::server

@@ -216,6 +216,50 @@ TEST_F(ToolChoiceHttp, ANamedFunctionOrRequiredMakesTheAnswerACall) {
     EXPECT_EQ(r.json_body()["output"][0]["type"], "message");
 }
 
+// A call's JSON is held to the tools' schema: tiny-qwen2 (random weights) forced to call writes a
+// function_call whose arguments fit the tool's parameters, on both APIs (unconstrained, its "arguments"
+// were never JSON). No strings in them: this model rarely closes one (a call cut off by max_output_tokens
+// would not count).
+TEST_F(ToolChoiceHttp, ARandomModelsForcedCallFitsTheToolsParameters) {
+    FLINT_REQUIRE_SHARED("models/tiny-qwen2-f32.gguf");
+    ASSERT_EQ(post_json(port(), "/v1/models", {{"path", shared_path("models/tiny-qwen2-f32.gguf")}, {"id", "random"}}).status, 201);
+    const json params = {{"type", "object"},
+                         {"properties", {{"days", {{"type", "integer"}}}, {"hot", {{"type", "boolean"}}}}},
+                         {"required", {"days", "hot"}},
+                         {"additionalProperties", false}};
+    auto fits = [](const std::string& arguments) {
+        const json a = json::parse(arguments);  // throws (fails) if not JSON
+        EXPECT_EQ(a.size(), 2u) << arguments;
+        EXPECT_TRUE(a["days"].is_number_integer() && a["hot"].is_boolean()) << arguments;
+    };
+    int whole = 0;
+    for (int seed = 1; seed <= 2; ++seed) {
+        const json responses = {{"model", "random"}, {"input", "Weather in Oslo?"}, {"max_output_tokens", 200}, {"seed", seed},
+                                {"tools", {{{"type", "function"}, {"name", "get_weather"}, {"parameters", params}}}},
+                                {"tool_choice", "required"}};
+        HttpResult r = post_json(port(), "/v1/responses", responses);
+        ASSERT_EQ(r.status, 200) << r.body;
+        for (const json& item : r.json_body()["output"]) {
+            if (item["type"] != "function_call") continue;
+            EXPECT_EQ(item["name"], "get_weather");
+            fits(item["arguments"].get<std::string>());
+            ++whole;
+        }
+        const json chat = {{"model", "random"}, {"messages", {{{"role", "user"}, {"content", "Weather in Oslo?"}}}},
+                           {"max_tokens", 200}, {"seed", seed},
+                           {"tools", {{{"type", "function"}, {"function", {{"name", "get_weather"}, {"parameters", params}}}}}},
+                           {"tool_choice", {{"type", "function"}, {"function", {{"name", "get_weather"}}}}}};
+        HttpResult c = post_json(port(), "/v1/chat/completions", chat);
+        ASSERT_EQ(c.status, 200) << c.body;
+        for (const json& call : c.json_body()["choices"][0]["message"].value("tool_calls", json::array())) {
+            EXPECT_EQ(call["function"]["name"], "get_weather");
+            fits(call["function"]["arguments"].get<std::string>());
+            ++whole;
+        }
+    }
+    EXPECT_GT(whole, 0) << "no forced call was whole within 200 tokens";
+}
+
 // json_object on both APIs: the "args" model's own answer ({"cmd":"echo hi"}} and a closing tag) is not
 // JSON; constrained, it is one complete JSON object, and the answer ends there.
 TEST_F(ToolChoiceHttp, JsonObjectFormatMakesTheAnswerOneJsonObject) {

@@ -37,12 +37,13 @@ struct GenerationRequest {
     bool prompt_lookup = true;            // draft from n-gram matches when there is no prediction, or once
                                           // the output has run past the prediction (PredictionDrafter::behind)
     std::shared_ptr<const JsonSchema> json_schema;  // set: the output must be JSON that fits it (JsonSchema::
-                                          // any_object() for "json_object"): constrained sampling, no drafts;
+                                          // any_object() for "json_object"): constrained sampling (drafts are
+                                          // kept only where the draw they match fits, so they change nothing);
                                           // the answer ends (Stop) when the value is complete
     int32_t json_call_token = -1;         // with json_schema: a control token allowed as the first one of the answer,
                                           // which then goes on unconstrained (the tool-call opener: a call or JSON)
     // Tool calls: after call_open (<tool_call>), leading whitespace and then the call's JSON must fit
-    // call_schema (constrained as json_schema is, no drafts) until the value is complete; then, with a
+    // call_schema (constrained as json_schema is) until the value is complete; then, with a
     // call_close token (</tool_call>), whitespace and that token; then sampling is free again (the model may
     // call again). call_prefix: the call's text the prompt already ends with (a forced tool_choice writes the
     // opener and the start of the object), so the output starts inside a call.

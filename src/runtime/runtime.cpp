@@ -322,7 +322,9 @@ struct Runtime::Impl {
     // cannot continue is masked before the last draw. Control tokens (end of turn included) never fit: an
     // answer ends when the value is complete, a call goes on unconstrained. Nothing fits → the request fails.
     // The one exception, json_call_token as an answer's first token, lifts the answer's constraint (a call).
-    Sampled sample_constrained(Sequence& s, float* row) {
+    // `drawn`: the row's first draw, already made (a verify step draws as plain sampling does, on the same
+    // RNG): it stands if it fits, else the row is drawn again as here — so drafts change nothing.
+    Sampled sample_constrained(Sequence& s, float* row, const Sampled* drawn = nullptr) {
         const bool in_call = s.call.has_value();
         const int32_t call = !in_call && s.output.empty() ? s.req().json_call_token : -1;
         const int32_t close = in_call && s.call_closing ? s.req().call_close : -1;
@@ -367,7 +369,7 @@ struct Runtime::Impl {
                 for (int32_t t = 0; t < model.config.n_vocab; ++t)
                     if (!fit[t]) row[t] = -std::numeric_limits<float>::infinity();
             }
-            x = s.sampler->sample(row, s.tokens);
+            x = i == 0 && drawn ? *drawn : s.sampler->sample(row, s.tokens);
             if (fits(x.token)) {
                 if (x.token == call) s.json.reset();  // a tool call, not JSON text
                 else if (x.token == close) s.call.reset();
@@ -383,7 +385,7 @@ struct Runtime::Impl {
 
     void propose_drafts(Sequence& s) {
         s.drafts.clear();
-        if (!s.draft_len || s.json || s.call) return;  // a constrained draw is not plain sampling's: no verification
+        if (!s.draft_len) return;
         const int room = std::min(cfg.ctx - static_cast<int>(s.tokens.size()) - 1,
                                   s.req().max_tokens - static_cast<int>(s.output.size()) - 1);
         const int k = std::min(s.draft_len->next(), room);
@@ -548,13 +550,6 @@ struct Runtime::Impl {
                 ++row;
                 continue;
             }
-            if (s.json || s.call) {  // constrained: never any drafts, one row
-                const Sampled x = sample_constrained(s, &logits[row * V]);
-                s.n_past += 1;
-                if (!s.finished) accept_token(s, x, step_ms);
-                ++row;
-                continue;
-            }
             // Decode with k drafts: rows 0..k verify them in order.
             const int k = static_cast<int>(s.drafts.size());
             s.tokens.resize(s.tokens.size() - k);
@@ -575,8 +570,13 @@ struct Runtime::Impl {
                 // Sampled exactly as plain decoding would, the draft accepted iff it is that token.
                 Verdict v = prepared ? verify_position(*s.sampler, rows_prepared[size_t(j)], draft)
                                      : verify_position(*s.sampler, &logits[(row + j) * V], s.tokens, draft);
+                if (s.json || s.call) {  // constrained output: the draw stands if it fits, else the row is drawn again
+                    v.chosen = sample_constrained(s, &logits[(row + j) * V], &v.chosen);
+                    if (s.finished) break;
+                    v.accepted = draft >= 0 && v.chosen.token == draft;
+                }
                 const bool match = v.accepted;
-                if (!accept_token(s, v.chosen, step_ms) || s.call) {  // finished, or a call opened: what follows is constrained
+                if (!accept_token(s, v.chosen, step_ms)) {
                     if (match) ++accepted;
                     break;
                 }

@@ -541,6 +541,49 @@ TEST(Runtime, ToolCallJsonFitsTheToolsSchemaAndSamplingIsFreeAfterIt) {
     EXPECT_GE(most_calls, 2) << "after a complete call, the model was free to open another";
 }
 
+// Constrained output takes drafts too: a draft is kept only if the draw it matches fits, and a draw that
+// does not fit is drawn again from the same row as without drafts, on the same RNG — so the text is the same
+// with speculation on and off. Prompt lookup drafts from the repeated calls (and the code model's JSON).
+TEST(Runtime, ConstrainedOutputIsTheSameWithAndWithoutDrafts) {
+    FLINT_REQUIRE_SHARED("models/tiny-qwen2-f32.gguf");
+    FLINT_REQUIRE_SHARED("models/flint-tiny-code.gguf");
+    Loaded q, code;
+    q.model = Model::load(shared_path("models/tiny-qwen2-f32.gguf"));
+    q.tok = Tokenizer::from_gguf(*q.model->file);
+    code.model = Model::load(shared_path("models/flint-tiny-code.gguf"));
+    code.tok = Tokenizer::from_gguf(*code.model->file);
+    const int32_t open = q.tok->find_token("<tool_call>").value_or(-1), close = q.tok->find_token("</tool_call>").value_or(-1);
+    ASSERT_GE(open, 0);
+    RuntimeConfig on, off;
+    on.threads = 2;  // the verify rows prepared on the pool, as well as drawn one by one (off)
+    off.threads = 1;
+    on.ctx = off.ctx = 1024;
+    off.speculative = false;
+    for (const Loaded* l : {&q, &code}) {
+        Runtime spec(l->model, l->tok, on), plain(l->model, l->tok, off);
+        for (int seed = 0; seed < 3; ++seed) {
+            GenerationRequest r = greedy_request(l->tok->encode("config = ", l == &code, false), 160);
+            if (seed > 0) r.sampling = {.temperature = 1.0f, .seed = uint64_t(seed)};
+            if (l == &q) {  // calls, opened by a bias, one after another
+                r.sampling.logit_bias = {{open, 40.0f}};
+                r.call_schema = weather_call_schema();
+                r.call_open = open;
+                r.call_close = close;
+            } else {
+                r.json_schema = record_schema();
+            }
+            std::string with, without;
+            Event a = run_one(spec, r, &with), b = run_one(plain, r, &without);
+            ASSERT_NE(a.finish, FinishReason::Error) << a.error;
+            EXPECT_EQ(with, without) << "seed " << seed;
+            EXPECT_EQ(a.finish, b.finish);
+        }
+        EXPECT_GT(spec.stats().drafted_lookup_total, 0u) << "the constrained output was drafted";
+        EXPECT_GT(spec.stats().accepted_lookup_total, 0u);
+        EXPECT_EQ(plain.stats().drafted_lookup_total, 0u);
+    }
+}
+
 TEST(Runtime, ContextLimitsAndBadRequestsAreClearErrors) {
     FLINT_REQUIRE_SHARED("models/stories260K.gguf");
     auto l = load_stories();

@@ -482,7 +482,7 @@ TEST(Runtime, ToolCallJsonFitsTheToolsSchemaAndSamplingIsFreeAfterIt) {
 
     // Forced: the prompt ends with the start of the call, the output continues it.
     int completed = 0;
-    for (int seed = 0; seed < 4; ++seed) {
+    for (int seed = 0; seed < 3; ++seed) {
         GenerationRequest r = greedy_request(prompt, 80);
         if (seed > 0) r.sampling = {.temperature = 1.0f, .seed = uint64_t(seed)};
         r.call_schema = schema;
@@ -505,8 +505,8 @@ TEST(Runtime, ToolCallJsonFitsTheToolsSchemaAndSamplingIsFreeAfterIt) {
     // Opened by the model: every call after a <tool_call> tag fits and is closed. (Sampled: greedy, this
     // model repeats itself.)
     int most_calls = 0;
-    for (int seed = 1; seed <= 3; ++seed) {
-        GenerationRequest r = greedy_request(prompt, 300);
+    for (int seed = 1; seed <= 2; ++seed) {
+        GenerationRequest r = greedy_request(prompt, 200);
         r.sampling = {.temperature = 1.0f, .seed = uint64_t(seed)};
         r.sampling.logit_bias = {{*open, 40.0f}};
         r.call_schema = schema;
@@ -561,8 +561,8 @@ TEST(Runtime, ConstrainedOutputIsTheSameWithAndWithoutDrafts) {
     off.speculative = false;
     for (const Loaded* l : {&q, &code}) {
         Runtime spec(l->model, l->tok, on), plain(l->model, l->tok, off);
-        for (int seed = 0; seed < 3; ++seed) {
-            GenerationRequest r = greedy_request(l->tok->encode("config = ", l == &code, false), 160);
+        for (int seed = 0; seed < 2; ++seed) {
+            GenerationRequest r = greedy_request(l->tok->encode("config = ", l == &code, false), 120);
             if (seed > 0) r.sampling = {.temperature = 1.0f, .seed = uint64_t(seed)};
             if (l == &q) {  // calls, opened by a bias, one after another
                 r.sampling.logit_bias = {{open, 40.0f}};

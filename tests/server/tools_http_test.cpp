@@ -233,13 +233,14 @@ TEST_F(ToolChoiceHttp, ARandomModelsForcedCallFitsTheToolsParameters) {
         EXPECT_TRUE(a["days"].is_number_integer() && a["hot"].is_boolean()) << arguments;
     };
     int whole = 0;
-    for (int seed = 1; seed <= 2; ++seed) {
+    for (int seed = 1; seed <= 1; ++seed) {  // (one seed: constrained sampling on random weights is slow under TSan)
         const json responses = {{"model", "random"}, {"input", "Weather in Oslo?"}, {"max_output_tokens", 200}, {"seed", seed},
                                 {"tools", {{{"type", "function"}, {"name", "get_weather"}, {"parameters", params}}}},
                                 {"tool_choice", "required"}};
         HttpResult r = post_json(port(), "/v1/responses", responses);
         ASSERT_EQ(r.status, 200) << r.body;
-        for (const json& item : r.json_body()["output"]) {
+        const json body = r.json_body();  // (a range-for over a temporary's member would outlive it)
+        for (const json& item : body["output"]) {
             if (item["type"] != "function_call") continue;
             EXPECT_EQ(item["name"], "get_weather");
             fits(item["arguments"].get<std::string>());
@@ -251,7 +252,8 @@ TEST_F(ToolChoiceHttp, ARandomModelsForcedCallFitsTheToolsParameters) {
                            {"tool_choice", {{"type", "function"}, {"function", {{"name", "get_weather"}}}}}};
         HttpResult c = post_json(port(), "/v1/chat/completions", chat);
         ASSERT_EQ(c.status, 200) << c.body;
-        for (const json& call : c.json_body()["choices"][0]["message"].value("tool_calls", json::array())) {
+        const json reply = c.json_body();
+        for (const json& call : reply["choices"][0]["message"].value("tool_calls", json::array())) {
             EXPECT_EQ(call["function"]["name"], "get_weather");
             fits(call["function"]["arguments"].get<std::string>());
             ++whole;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "server/errors.h"
+#include "server/json_fields.h"
 #include "server/model_registry.h"
 #include "util/error.h"
 
@@ -133,9 +134,8 @@ std::string forced_call_prefix(const nlohmann::json& tool_choice, const nlohmann
     if (tool_choice.is_null() || tool_choice == "auto" || tool_choice == "none") return "";
     // A function tool's (or a tool_choice's) name, in either API's shape: Responses flat, Chat under "function".
     auto function_name = [](const nlohmann::json& t) -> std::string {
-        if (!t.is_object() || t.value("type", "") != "function") return "";
-        const nlohmann::json& f = t.contains("function") && t["function"].is_object() ? t["function"] : t;
-        return f.contains("name") && f["name"].is_string() ? f["name"].get<std::string>() : "";
+        const nlohmann::json* f = function_tool(t);
+        return f && f->contains("name") && (*f)["name"].is_string() ? (*f)["name"].get<std::string>() : "";
     };
     std::vector<std::string> names;
     if (tools.is_array())

@@ -23,6 +23,15 @@ inline const json* field(const json& obj, const char* key) {
     return &*it;
 }
 
+// A function tool's own object in either API's shape — Responses' flat {type, name, parameters…}, Chat's
+// {type, function: {name, parameters…}} (a tool_choice naming a function has the same two shapes) — or null
+// when `tool` is not a function tool.
+inline const json* function_tool(const json& tool) {
+    if (!tool.is_object() || tool.value("type", "") != "function") return nullptr;
+    auto it = tool.find("function");
+    return it != tool.end() && it->is_object() ? &*it : &tool;
+}
+
 [[noreturn]] inline void wrong_type(const std::string& param, const char* expected) {
     throw bad_request("Invalid type for '" + param + "': expected " + expected + ".", param, "invalid_type");
 }

@@ -270,10 +270,9 @@ std::shared_ptr<const JsonSchema> tool_call_schema(const json& tools) {
     auto out = std::make_shared<JsonSchema>();
     std::vector<int> calls;
     for (size_t i = 0; i < tools.size(); ++i) {
-        const json& t = tools[i];
-        if (!t.is_object() || t.value("type", "") != "function") continue;
-        const json& f = t.contains("function") && t["function"].is_object() ? t["function"] : t;
-        if (!f.contains("name") || !f["name"].is_string()) continue;
+        const json* fn = function_tool(tools[i]);
+        if (!fn || !fn->contains("name") || !(*fn)["name"].is_string()) continue;
+        const json& f = *fn;
         if (calls.size() == kMaxConstrainedTools) return nullptr;
         std::shared_ptr<const JsonSchema> params;
         if (const json* p = field(f, "parameters"); p && !p->is_null()) {

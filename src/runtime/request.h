@@ -40,16 +40,17 @@ struct GenerationRequest {
                                           // any_object() for "json_object"): constrained sampling (drafts are
                                           // kept only where the draw they match fits, so they change nothing);
                                           // the answer ends (Stop) when the value is complete
-    int32_t json_call_token = -1;         // with json_schema: a control token allowed as the first one of the answer,
-                                          // which then goes on unconstrained (the tool-call opener: a call or JSON)
     // Tool calls: after call_open (<tool_call>), leading whitespace and then the call's JSON must fit
     // call_schema (constrained as json_schema is) until the value is complete; then, with a
     // call_close token (</tool_call>), whitespace and that token; then sampling is free again (the model may
-    // call again). call_prefix: the call's text the prompt already ends with (a forced tool_choice writes the
-    // opener and the start of the object), so the output starts inside a call.
+    // call again), unless one_call: then the answer ends (Stop) there (parallel_tool_calls: false).
+    // call_prefix: the call's text the prompt already ends with (a forced tool_choice writes the opener and
+    // the start of the object), so the output starts inside a call. With json_schema, call_open is also
+    // allowed as the answer's first token, which then goes on as a call instead of JSON.
     std::shared_ptr<const JsonSchema> call_schema;
     int32_t call_open = -1;
     int32_t call_close = -1;
+    bool one_call = false;
     std::string call_prefix;
     std::string tag;                      // free text for logs and metrics (e.g. the response id)
 };

@@ -262,7 +262,7 @@ struct Runtime::Impl {
         ev.step_ms = step_ms;
         emit(s, ev);
         if (r.call_schema && smp.token == r.call_open && !s.call) open_call(s, "");
-        if (s.stops.stopped() || (s.json && s.json->complete())) finish(s, FinishReason::Stop);
+        if (s.stops.stopped() || (s.json && s.json->complete()) || (r.one_call && s.calls_closed > 0)) finish(s, FinishReason::Stop);
         else if (static_cast<int>(s.output.size()) >= r.max_tokens) finish(s, FinishReason::Length);
         else if (static_cast<int>(s.tokens.size()) >= cfg.ctx) finish(s, FinishReason::ContextFull);
         return !s.finished;
@@ -321,12 +321,12 @@ struct Runtime::Impl {
     // the JSON text is masked out of the row and drawn again; after a few such refusals every token that
     // cannot continue is masked before the last draw. Control tokens (end of turn included) never fit: an
     // answer ends when the value is complete, a call goes on unconstrained. Nothing fits → the request fails.
-    // The one exception, json_call_token as an answer's first token, lifts the answer's constraint (a call).
+    // The one exception, call_open as an answer's first token, lifts the answer's constraint (a call).
     // `drawn`: the row's first draw, already made (a verify step draws as plain sampling does, on the same
     // RNG): it stands if it fits, else the row is drawn again as here — so drafts change nothing.
     Sampled sample_constrained(Sequence& s, float* row, const Sampled* drawn = nullptr) {
         const bool in_call = s.call.has_value();
-        const int32_t call = !in_call && s.output.empty() ? s.req().json_call_token : -1;
+        const int32_t call = !in_call && s.output.empty() ? s.req().call_open : -1;
         const int32_t close = in_call && s.call_closing ? s.req().call_close : -1;
         auto accepts = [&](std::string_view p) { return in_call ? call_accepts(s, p) : s.json->accepts(p); };
         // `first` (the full pass): which first bytes may come next, filled as met — a token whose first byte
@@ -372,7 +372,10 @@ struct Runtime::Impl {
             x = i == 0 && drawn ? *drawn : s.sampler->sample(row, s.tokens);
             if (fits(x.token)) {
                 if (x.token == call) s.json.reset();  // a tool call, not JSON text
-                else if (x.token == close) s.call.reset();
+                else if (x.token == close) {
+                    s.call.reset();
+                    ++s.calls_closed;
+                }
                 else if (in_call) feed_call(s, tok.piece(x.token));
                 else s.json->feed(tok.piece(x.token));
                 return x;

@@ -53,6 +53,7 @@ struct Sequence {
     bool call_begun = false;               // the call's JSON has started (before: whitespace may come first)
     bool call_closing = false;             // the call's JSON is complete: whitespace, then the closing token
     int call_whitespace = 0;               // whitespace bytes before the JSON, or after it
+    int calls_closed = 0;                  // calls ended by GenerationRequest::call_close
     std::vector<int32_t> drafts;      // proposed for the current step
     bool drafts_from_prediction = false;  // their source: the prediction, or prompt lookup
     bool finished = false;

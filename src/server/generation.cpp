@@ -96,17 +96,18 @@ static void ban_tool_calls(const ModelEntry& m, const json& tool_choice, const j
 // - a JSON-constrained answer may instead be a call: the call's opening token is allowed as its first token
 //   (the format then applies to the answer that follows the tool's output, as with OpenAI's models);
 // - the call's JSON is constrained to the tools' schemas (output_format.h tool_call_schema), and closed with
-//   </tool_call> once complete. `forced`: tool_choice's start of a call, already in the prompt, which the
-//   output continues.
-static void allow_calls(const ModelEntry& m, const json& tool_choice, const json& tools, const std::string& forced,
-                        GenerationRequest& g) {
+//   </tool_call> once complete; with parallel_tool_calls false, the answer ends there (the server would keep
+//   only the first call: a second one is not worth generating). `forced`: tool_choice's start of a call,
+//   already in the prompt, which the output continues.
+static void allow_calls(const ModelEntry& m, const json& tool_choice, const json& tools, bool parallel_calls,
+                        const std::string& forced, GenerationRequest& g) {
     if (tool_choice == "none" || !tools.is_array() || tools.empty()) return;
     const std::optional<int32_t> open = m.tokenizer->find_token(kToolOpen);
     if (!open) return;
-    g.json_call_token = *open;
     g.call_schema = tool_call_schema(tools);
     g.call_open = *open;
     g.call_close = m.tokenizer->find_token(kToolClose).value_or(-1);
+    g.one_call = !parallel_calls;
     if (forced.starts_with(kToolOpen)) g.call_prefix = forced.substr(std::string_view(kToolOpen).size());
 }
 
@@ -175,7 +176,7 @@ PreparedResponse prepare_response(ServerState& st, ResponsesRequest req, const A
     }
     p.gen.generate = req.generate;
     p.gen.json_schema = forced.empty() ? req.format : nullptr;  // a forced call is the answer: no content to constrain
-    allow_calls(m, req.tool_choice, req.tools, forced, p.gen);
+    allow_calls(m, req.tool_choice, req.tools, req.parallel_tool_calls, forced, p.gen);
     ban_tool_calls(m, req.tool_choice, req.tools, p.gen.sampling);
     p.gen.priority = req.service_tier == "flex" ? Priority::Background : Priority::Interactive;
     p.gen.prediction = prediction_tokens(m, req.prediction);
@@ -207,7 +208,7 @@ PreparedCompletion prepare_chat(ServerState& st, const ChatRequest& req, const A
     p.gen.stop = req.p.stop;
     p.gen.prediction = prediction_tokens(m, req.p.prediction);
     p.gen.json_schema = p.forced_prefix.empty() ? req.p.format : nullptr;  // (as in prepare_response)
-    allow_calls(m, req.tool_choice, req.tools, p.forced_prefix, p.gen);
+    allow_calls(m, req.tool_choice, req.tools, req.parallel_tool_calls, p.forced_prefix, p.gen);
     check_logit_bias(m, req.p.logit_bias);
     p.gen.sampling.logit_bias = req.p.logit_bias;
     ban_tool_calls(m, req.tool_choice, req.tools, p.gen.sampling);

@@ -537,6 +537,18 @@ TEST(Runtime, ToolCallJsonFitsTheToolsSchemaAndSamplingIsFreeAfterIt) {
             at = next;
         }
         most_calls = std::max(most_calls, calls);
+
+        // one_call (parallel_tool_calls false): the same draws, ended (Stop) by the first call's closing tag.
+        r.one_call = true;
+        std::string first;
+        Event one = run_one(rt, r, &first);
+        const size_t closed = text.find("</tool_call>");
+        if (closed == std::string::npos) {
+            EXPECT_EQ(first, text);
+        } else {
+            EXPECT_EQ(first, text.substr(0, closed + 12));
+            EXPECT_EQ(one.finish, FinishReason::Stop);
+        }
     }
     EXPECT_GE(most_calls, 2) << "after a complete call, the model was free to open another";
 }

@@ -219,7 +219,8 @@ TEST_F(ToolChoiceHttp, ANamedFunctionOrRequiredMakesTheAnswerACall) {
 // A call's JSON is held to the tools' schema: tiny-qwen2 (random weights) forced to call writes a
 // function_call whose arguments fit the tool's parameters, on both APIs (unconstrained, its "arguments"
 // were never JSON). No strings in them: this model rarely closes one (a call cut off by max_output_tokens
-// would not count).
+// would not count). With parallel_tool_calls false, the same call ends the answer: what the model goes on
+// to write after it (here, more calls and text) is not generated.
 TEST_F(ToolChoiceHttp, ARandomModelsForcedCallFitsTheToolsParameters) {
     FLINT_REQUIRE_SHARED("models/tiny-qwen2-f32.gguf");
     ASSERT_EQ(post_json(port(), "/v1/models", {{"path", shared_path("models/tiny-qwen2-f32.gguf")}, {"id", "random"}}).status, 201);
@@ -232,34 +233,63 @@ TEST_F(ToolChoiceHttp, ARandomModelsForcedCallFitsTheToolsParameters) {
         EXPECT_EQ(a.size(), 2u) << arguments;
         EXPECT_TRUE(a["days"].is_number_integer() && a["hot"].is_boolean()) << arguments;
     };
-    int whole = 0;
-    for (int seed = 1; seed <= 1; ++seed) {  // (one seed: constrained sampling on random weights is slow under TSan)
-        const json responses = {{"model", "random"}, {"input", "Weather in Oslo?"}, {"max_output_tokens", 200}, {"seed", seed},
-                                {"tools", {{{"type", "function"}, {"name", "get_weather"}, {"parameters", params}}}},
-                                {"tool_choice", "required"}};
-        HttpResult r = post_json(port(), "/v1/responses", responses);
-        ASSERT_EQ(r.status, 200) << r.body;
+    const int seed = 1;  // (one seed: constrained sampling on random weights is slow under TSan)
+    const json responses = {{"model", "random"}, {"input", "Weather in Oslo?"}, {"max_output_tokens", 200}, {"seed", seed},
+                            {"tools", {{{"type", "function"}, {"name", "get_weather"}, {"parameters", params}}}},
+                            {"tool_choice", "required"}};
+    const json chat = {{"model", "random"}, {"messages", {{{"role", "user"}, {"content", "Weather in Oslo?"}}}},
+                       {"max_tokens", 200}, {"seed", seed},
+                       {"tools", {{{"type", "function"}, {"function", {{"name", "get_weather"}, {"parameters", params}}}}}},
+                       {"tool_choice", {{"type", "function"}, {"function", {{"name", "get_weather"}}}}}};
+    struct Answer {
+        json calls = json::array();  // the arguments of each call, in order
+        int tokens = 0;
+        std::string end;             // Responses: status; Chat Completions: finish_reason
+    };
+    auto respond = [&](bool parallel) {
+        json req = responses;
+        req["parallel_tool_calls"] = parallel;
+        HttpResult r = post_json(port(), "/v1/responses", req);
+        EXPECT_EQ(r.status, 200) << r.body;
         const json body = r.json_body();  // (a range-for over a temporary's member would outlive it)
+        Answer a;
         for (const json& item : body["output"]) {
             if (item["type"] != "function_call") continue;
             EXPECT_EQ(item["name"], "get_weather");
             fits(item["arguments"].get<std::string>());
-            ++whole;
+            a.calls.push_back(item["arguments"]);
         }
-        const json chat = {{"model", "random"}, {"messages", {{{"role", "user"}, {"content", "Weather in Oslo?"}}}},
-                           {"max_tokens", 200}, {"seed", seed},
-                           {"tools", {{{"type", "function"}, {"function", {{"name", "get_weather"}, {"parameters", params}}}}}},
-                           {"tool_choice", {{"type", "function"}, {"function", {{"name", "get_weather"}}}}}};
-        HttpResult c = post_json(port(), "/v1/chat/completions", chat);
-        ASSERT_EQ(c.status, 200) << c.body;
+        a.tokens = body["usage"]["output_tokens"];
+        a.end = body["status"];
+        return a;
+    };
+    auto complete = [&](bool parallel) {
+        json req = chat;
+        req["parallel_tool_calls"] = parallel;
+        HttpResult c = post_json(port(), "/v1/chat/completions", req);
+        EXPECT_EQ(c.status, 200) << c.body;
         const json reply = c.json_body();
+        Answer a;
         for (const json& call : reply["choices"][0]["message"].value("tool_calls", json::array())) {
             EXPECT_EQ(call["function"]["name"], "get_weather");
             fits(call["function"]["arguments"].get<std::string>());
-            ++whole;
+            a.calls.push_back(call["function"]["arguments"]);
         }
+        a.tokens = reply["usage"]["completion_tokens"];
+        a.end = reply["choices"][0]["finish_reason"];
+        return a;
+    };
+    for (bool on_chat : {false, true}) {
+        SCOPED_TRACE(on_chat ? "chat completions" : "responses");
+        const Answer all = on_chat ? complete(true) : respond(true);
+        ASSERT_FALSE(all.calls.empty()) << "no forced call was whole within 200 tokens";
+        const Answer one = on_chat ? complete(false) : respond(false);
+        ASSERT_EQ(one.calls.size(), 1u);
+        EXPECT_EQ(one.calls[0], all.calls[0]) << "the same draws, up to the end of the first call";
+        EXPECT_EQ(one.end, on_chat ? "tool_calls" : "completed");
+        EXPECT_LT(one.tokens, all.tokens) << "generation ended at the first call's closing tag";
+        EXPECT_EQ(all.tokens, 200) << "with parallel calls, this model writes on to the token limit";
     }
-    EXPECT_GT(whole, 0) << "no forced call was whole within 200 tokens";
 }
 
 // json_object on both APIs: the "args" model's own answer ({"cmd":"echo hi"}} and a closing tag) is not

@@ -265,15 +265,35 @@ std::shared_ptr<const JsonSchema> output_format(const json& format, const std::s
     return compile_json_schema(*schema, at + ".schema");
 }
 
+// {"name": one of `names`, "arguments": any object}: a call to one of many tools, its arguments unchecked.
+static std::shared_ptr<const JsonSchema> loose_call_schema(const std::vector<std::pair<size_t, const json*>>& functions) {
+    auto out = std::make_shared<JsonSchema>();
+    JsonSchemaNode name;
+    name.kind = JsonSchemaNode::Kind::Enum;
+    for (const auto& [i, f] : functions) name.values.push_back((*f)["name"].dump());
+    JsonSchemaNode arguments;
+    arguments.kind = JsonSchemaNode::Kind::Object;  // no properties, any others: any object
+    JsonSchemaNode call;
+    call.kind = JsonSchemaNode::Kind::Object;
+    call.names = {"name", "arguments"};
+    call.props = {out->add(std::move(name)), out->add(std::move(arguments))};
+    call.required = 3;
+    call.allow_additional = false;
+    out->root = out->add(std::move(call));
+    return out;
+}
+
 std::shared_ptr<const JsonSchema> tool_call_schema(const json& tools) {
     if (!tools.is_array()) return nullptr;
+    std::vector<std::pair<size_t, const json*>> functions;  // (index in tools, the function)
+    for (size_t i = 0; i < tools.size(); ++i)
+        if (const json* fn = function_tool(tools[i]); fn && fn->contains("name") && (*fn)["name"].is_string()) functions.push_back({i, fn});
+    if (functions.empty()) return nullptr;
+    if (functions.size() > kMaxConstrainedTools) return loose_call_schema(functions);
     auto out = std::make_shared<JsonSchema>();
     std::vector<int> calls;
-    for (size_t i = 0; i < tools.size(); ++i) {
-        const json* fn = function_tool(tools[i]);
-        if (!fn || !fn->contains("name") || !(*fn)["name"].is_string()) continue;
+    for (const auto& [i, fn] : functions) {
         const json& f = *fn;
-        if (calls.size() == kMaxConstrainedTools) return nullptr;
         std::shared_ptr<const JsonSchema> params;
         if (const json* p = field(f, "parameters"); p && !p->is_null()) {
             try {
@@ -305,7 +325,6 @@ std::shared_ptr<const JsonSchema> tool_call_schema(const json& tools) {
         call.allow_additional = false;
         calls.push_back(out->add(std::move(call)));
     }
-    if (calls.empty()) return nullptr;
     if (calls.size() == 1) {
         out->root = calls[0];
     } else {

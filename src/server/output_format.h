@@ -26,8 +26,8 @@ std::shared_ptr<const JsonSchema> compile_json_schema(const nlohmann::json& sche
 // What a tool call's JSON may be — {"name": N, "arguments": …} with N's parameters, for each function tool
 // (Responses' flat shape or Chat's "function" object) — for constrained sampling inside <tool_call>. A
 // tool without parameters, or whose parameters use a keyword flint cannot enforce, takes any object as its
-// arguments. Null when there is no function tool, or more than kMaxConstrainedTools of them (too many
-// readings to follow at once).
+// arguments. More than kMaxConstrainedTools of them (too many readings to follow at once): the name is one
+// of theirs and the arguments any object. Null when there is no function tool.
 constexpr size_t kMaxConstrainedTools = 32;
 std::shared_ptr<const JsonSchema> tool_call_schema(const nlohmann::json& tools);
 

@@ -159,7 +159,7 @@ TEST(ToolCallSchema, EachNameTakesItsOwnToolsArguments) {
     EXPECT_FALSE(p.feed(R"({"name": "nope)")) << "an unknown name is refused as soon as it departs";
 }
 
-TEST(ToolCallSchema, NoFunctionToolsOrTooManyMeanNoConstraint) {
+TEST(ToolCallSchema, NoFunctionToolsMeansNoConstraintAndManyOnlyTheName) {
     EXPECT_EQ(tool_call_schema(json()), nullptr);
     EXPECT_EQ(tool_call_schema(json::array()), nullptr);
     EXPECT_EQ(tool_call_schema(json::array({{{"type", "web_search"}}, {{"type", "function"}}})), nullptr);
@@ -168,8 +168,17 @@ TEST(ToolCallSchema, NoFunctionToolsOrTooManyMeanNoConstraint) {
     const auto s = tool_call_schema(many);
     ASSERT_NE(s, nullptr);
     EXPECT_TRUE(whole_call(s, R"({"name": "f31", "arguments": {}})"));
-    many.push_back({{"type", "function"}, {"name", "one_more"}});
-    EXPECT_EQ(tool_call_schema(many), nullptr);
+    // One more: too many alternatives to follow at once. The name is still one of the tools', the
+    // arguments any object.
+    const json n_integer = {{"type", "object"}, {"properties", {{"n", {{"type", "integer"}}}}}};
+    many.push_back({{"type", "function"}, {"name", "one_more"}, {"parameters", n_integer}});
+    const auto loose = tool_call_schema(many);
+    ASSERT_NE(loose, nullptr);
+    EXPECT_TRUE(whole_call(loose, R"({"name": "f31", "arguments": {"x": [1, "y"]}})"));
+    EXPECT_TRUE(whole_call(loose, R"({"arguments": {"n": "not checked"}, "name": "one_more"})"));
+    EXPECT_FALSE(whole_call(loose, R"({"name": "f32", "arguments": {}})")) << "not a tool's name";
+    EXPECT_FALSE(whole_call(loose, R"({"name": "f3", "arguments": []})"));
+    EXPECT_FALSE(whole_call(loose, R"({"name": "f3"})")) << "arguments are required";
 }
 
 }  // namespace

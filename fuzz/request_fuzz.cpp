@@ -1,7 +1,8 @@
 // libFuzzer target for everything the server does with untrusted bytes before the engine sees them:
 //   - Beast's HTTP request parser with the server's limits (header 64 KiB, body limit),
 //   - the router (method + target),
-//   - request JSON → native structs for /v1/responses, /v1/chat/completions, /v1/completions,
+//   - request JSON → native structs for /v1/responses, /v1/chat/completions, /v1/completions, and what
+//     is made of a request's tools before the model (their prompt text, the forced call, the call schema),
 //   - WebSocket text frames (parse_client_frame → response.create body → the Responses parser).
 // The first input byte picks the path. Expected refusals are ApiError; anything else escaping (or a
 // sanitizer report) is a bug. Build: cmake -DFLINT_FUZZ=ON -DCMAKE_CXX_COMPILER=clang++ …; run:
@@ -16,7 +17,9 @@
 
 #include "server/chat_completions_api.h"
 #include "server/errors.h"
+#include "server/conversation.h"
 #include "server/json_fields.h"
+#include "server/output_format.h"
 #include "server/responses_api.h"
 #include "server/router.h"
 #include "server/ws_protocol.h"
@@ -47,6 +50,13 @@ void http_parse(std::string_view data) {
     }
 }
 
+// The tools of a request that parsed: rendered for the prompt, the forced start of a call, the call schema.
+void tools_of(const json& tools, const json& tool_choice) {
+    (void)render_tools(tools);
+    (void)tool_call_schema(tools);
+    (void)forced_call_prefix(tool_choice, tools);  // (may refuse: ApiError)
+}
+
 void json_requests(std::string_view data, int which) {
     try {
         json body = parse_body(std::string(data));
@@ -56,8 +66,10 @@ void json_requests(std::string_view data, int which) {
             rec.req = std::move(r);
             (void)dump(response_object(rec));
             (void)input_items_with_ids(rec.req.input_json);
+            tools_of(rec.req.tools, rec.req.tool_choice);
         } else if (which == 1) {
-            (void)parse_chat_request(body);
+            const ChatRequest r = parse_chat_request(body);
+            tools_of(r.tools, r.tool_choice);
         } else {
             (void)parse_completion_request(body);
         }

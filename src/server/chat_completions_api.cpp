@@ -76,8 +76,7 @@ void parse_legacy_functions(const json& body, ChatRequest& r) {
     for (size_t i = 0; i < fs->size(); ++i) {
         const std::string param = "functions[" + std::to_string(i) + "]";
         if (!(*fs)[i].is_object()) wrong_type(param, "an object {name, description, parameters}");
-        if (!opt_string((*fs)[i], "name", param + ".name"))
-            throw bad_request("Missing required parameter: '" + param + ".name'.", param + ".name", "missing_required_parameter");
+        check_function((*fs)[i], param);
         tools.push_back({{"type", "function"}, {"function", (*fs)[i]}});
     }
     r.tools = std::move(tools);
@@ -160,23 +159,28 @@ ChatRequest parse_chat_request(const json& body) {
         }
         if (const json* tcs = field(m, "tool_calls")) {
             if (!tcs->is_array()) wrong_type(param + ".tool_calls", "an array");
-            for (const json& tc : *tcs) {
+            for (size_t k = 0; k < tcs->size(); ++k) {
+                const json& tc = (*tcs)[k];
+                const std::string at = param + ".tool_calls[" + std::to_string(k) + "]";
                 if (!tc.is_object() || !tc.contains("function") || !tc["function"].is_object())
-                    wrong_type(param + ".tool_calls", "an array of {id, type, function}");
+                    wrong_type(at, "an object {id, type, function}");
                 InputItem it;
                 it.kind = InputItem::Kind::FunctionCall;
-                it.call_id = tc.value("id", "");
-                it.name = tc["function"].value("name", "");
-                it.arguments = tc["function"].value("arguments", "{}");
+                it.call_id = opt_string(tc, "id", at + ".id").value_or("");
+                it.name = opt_string(tc["function"], "name", at + ".function.name").value_or("");
+                it.arguments = opt_string(tc["function"], "arguments", at + ".function.arguments").value_or("{}");
                 r.messages.push_back(std::move(it));
             }
         }
     }
     if (const json* t = field(body, "tools")) {
-        if (!t->is_array()) wrong_type("tools", "an array");
+        check_tools(*t);
         r.tools = *t;
     }
-    if (const json* tc = field(body, "tool_choice")) r.tool_choice = *tc;
+    if (const json* tc = field(body, "tool_choice")) {
+        check_tool_choice(*tc);
+        r.tool_choice = *tc;
+    }
     r.parallel_tool_calls = opt_bool(body, "parallel_tool_calls", "parallel_tool_calls").value_or(true);
     parse_legacy_functions(body, r);
     return r;

@@ -110,12 +110,14 @@ std::vector<TextPart> render_tools(const nlohmann::json& tools) {
     if (!tools.is_array() || tools.empty()) return {};
     std::string lines;
     for (const auto& t : tools) {
-        if (!t.is_object() || t.value("type", "") != "function") continue;
-        // Responses tools are flat {type,name,description,parameters}; Chat tools nest under "function".
-        const nlohmann::json& f = t.contains("function") ? t["function"] : t;
+        const nlohmann::json* f = function_tool(t);  // (checked where the request was read: json_fields.h check_tools)
+        if (!f) continue;
+        const nlohmann::json* description = field(*f, "description");
+        const nlohmann::json* parameters = field(*f, "parameters");
         nlohmann::json sig = {{"type", "function"},
-                              {"function", {{"name", f.value("name", "")}, {"description", f.value("description", "")},
-                                            {"parameters", f.value("parameters", nlohmann::json::object())}}}};
+                              {"function", {{"name", f->value("name", "")},
+                                            {"description", description ? *description : ""},
+                                            {"parameters", parameters ? *parameters : nlohmann::json::object()}}}};
         lines.append("\n").append(sig.dump());
     }
     if (lines.empty()) return {};

@@ -27,13 +27,19 @@ inline const json* field(const json& obj, const char* key) {
 // {type, function: {name, parameters…}} (a tool_choice naming a function has the same two shapes) — or null
 // when `tool` is not a function tool.
 inline const json* function_tool(const json& tool) {
-    if (!tool.is_object() || tool.value("type", "") != "function") return nullptr;
+    if (!tool.is_object()) return nullptr;
+    auto type = tool.find("type");
+    if (type == tool.end() || *type != "function") return nullptr;
     auto it = tool.find("function");
     return it != tool.end() && it->is_object() ? &*it : &tool;
 }
 
 [[noreturn]] inline void wrong_type(const std::string& param, const char* expected) {
     throw bad_request("Invalid type for '" + param + "': expected " + expected + ".", param, "invalid_type");
+}
+
+[[noreturn]] inline void missing(const std::string& param) {
+    throw bad_request("Missing required parameter: '" + param + "'.", param, "missing_required_parameter");
 }
 
 inline std::optional<std::string> opt_string(const json& obj, const char* key, const std::string& param) {
@@ -81,6 +87,51 @@ inline std::optional<int64_t> opt_int(const json& obj, const char* key, const st
 }
 
 // Parses a request body; malformed JSON (including invalid UTF-8 in strings) is a 400.
+// A function's definition ({name, description, parameters, strict}, `param` names it): the name a
+// non-empty string, the others, where given, a string, an object and a boolean.
+inline void check_function(const json& f, const std::string& param) {
+    const json* name = field(f, "name");
+    if (!name) missing(param + ".name");
+    if (!name->is_string()) wrong_type(param + ".name", "a string");
+    if (name->get_ref<const std::string&>().empty())
+        throw bad_request("Invalid '" + param + ".name': empty string.", param + ".name", "empty_string");
+    opt_string(f, "description", param + ".description");
+    if (const json* p = field(f, "parameters"); p && !p->is_object()) wrong_type(param + ".parameters", "an object (a JSON Schema)");
+    opt_bool(f, "strict", param + ".strict");
+}
+
+// `tools`: an array of objects, each with a string `type`; function tools (either API's shape: Responses'
+// flat one, Chat's under "function") checked as above. Other types pass: flint has no built-in tools, and
+// ignores them (Codex sends web_search).
+inline void check_tools(const json& tools) {
+    if (!tools.is_array()) wrong_type("tools", "an array");
+    for (size_t i = 0; i < tools.size(); ++i) {
+        const std::string at = "tools[" + std::to_string(i) + "]";
+        const json& t = tools[i];
+        if (!t.is_object()) wrong_type(at, "an object");
+        const json* type = field(t, "type");
+        if (!type) missing(at + ".type");
+        if (!type->is_string()) wrong_type(at + ".type", "a string");
+        if (*type != "function") continue;
+        if (const json* f = field(t, "function")) {
+            if (!f->is_object()) wrong_type(at + ".function", "an object {name, description, parameters}");
+            check_function(*f, at + ".function");
+        } else {
+            check_function(t, at);
+        }
+    }
+}
+
+// `tool_choice`: a string ("auto", "none", "required"; conversation.h forced_call_prefix says which) or an
+// object with a string `type`.
+inline void check_tool_choice(const json& tc) {
+    if (tc.is_string()) return;
+    if (!tc.is_object()) wrong_type("tool_choice", "a string or an object");
+    const json* type = field(tc, "type");
+    if (!type) missing("tool_choice.type");
+    if (!type->is_string()) wrong_type("tool_choice.type", "a string");
+}
+
 inline json parse_body(const std::string& body) {
     json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
     if (j.is_discarded())

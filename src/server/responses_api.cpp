@@ -107,13 +107,11 @@ ResponsesRequest parse_responses_request(const json& body) {
     r.top_logprobs = static_cast<int>(opt_int(body, "top_logprobs", "top_logprobs", 0, 20).value_or(0));
     if (auto s = opt_int(body, "seed", "seed", INT64_MIN, INT64_MAX)) r.seed = static_cast<uint64_t>(*s);
     if (const json* t = field(body, "tools")) {
-        if (!t->is_array()) wrong_type("tools", "an array");
-        for (size_t i = 0; i < t->size(); ++i)
-            if (!(*t)[i].is_object()) wrong_type("tools[" + std::to_string(i) + "]", "an object");
+        check_tools(*t);
         r.tools = *t;
     }
     if (const json* tc = field(body, "tool_choice")) {
-        if (!tc->is_string() && !tc->is_object()) wrong_type("tool_choice", "a string or an object");
+        check_tool_choice(*tc);
         r.tool_choice = *tc;
     }
     r.parallel_tool_calls = opt_bool(body, "parallel_tool_calls", "parallel_tool_calls").value_or(true);

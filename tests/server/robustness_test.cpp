@@ -81,6 +81,67 @@ TEST_F(BadInput, WrongTypesAre400NamingTheParam) {
     EXPECT_EQ(error_of(top)["param"], "top_logprobs");
 }
 
+// Tool definitions, tool_choice and a conversation's earlier calls are read where the request is, so a
+// wrongly typed field in them is a 400 naming it (they were read only when the prompt was rendered, and a
+// number where a string belonged became a 500 with the JSON library's message).
+TEST_F(BadInput, MalformedToolsAndToolCallsAre400sNamingTheField) {
+    const json user = {{"role", "user"}, {"content", "x"}};
+    auto responses = [](json extra) {
+        json b = {{"model", "stories"}, {"input", "x"}, {"max_output_tokens", 2}};
+        b.update(extra);
+        return b;
+    };
+    auto chat = [&](json extra) {
+        json b = {{"model", "stories"}, {"messages", {user}}, {"max_tokens", 2}};
+        b.update(extra);
+        return b;
+    };
+    auto call_in_history = [&](json call) {
+        return chat({{"messages", {user, {{"role", "assistant"}, {"content", nullptr}, {"tool_calls", {call}}}}}});
+    };
+    const json fn = {{"name", "f"}, {"arguments", "{}"}};
+    struct Case {
+        const char* path;
+        json body;
+        const char* param;
+    } cases[] = {
+        {"/v1/responses", responses({{"tools", {{{"type", 5}}}}}), "tools[0].type"},
+        {"/v1/responses", responses({{"tools", {{{"name", "f"}}}}}), "tools[0].type"},
+        {"/v1/responses", responses({{"tools", {{{"type", "function"}}}}}), "tools[0].name"},
+        {"/v1/responses", responses({{"tools", {{{"type", "function"}, {"name", 5}}}}}), "tools[0].name"},
+        {"/v1/responses", responses({{"tools", {{{"type", "function"}, {"name", ""}}}}}), "tools[0].name"},
+        {"/v1/responses", responses({{"tools", {{{"type", "function"}, {"name", "f"}, {"description", 7}}}}}), "tools[0].description"},
+        {"/v1/responses", responses({{"tools", {{{"type", "function"}, {"name", "f"}, {"parameters", "x"}}}}}), "tools[0].parameters"},
+        {"/v1/responses", responses({{"tools", {{{"type", "function"}, {"name", "f"}, {"strict", "yes"}}}}}), "tools[0].strict"},
+        {"/v1/responses", responses({{"tool_choice", {{"type", 5}}}}), "tool_choice.type"},
+        {"/v1/responses", responses({{"tool_choice", {{"name", "f"}}}}), "tool_choice.type"},
+        {"/v1/chat/completions", chat({{"tools", {5}}}), "tools[0]"},
+        {"/v1/chat/completions", chat({{"tools", {{{"type", "function"}, {"function", "f"}}}}}), "tools[0].function"},
+        {"/v1/chat/completions", chat({{"tools", {{{"type", "function"}, {"function", {{"name", 3}}}}}}}), "tools[0].function.name"},
+        {"/v1/chat/completions", chat({{"tools", {{{"type", "function"}, {"function", {{"name", "f"}, {"description", {1}}}}}}}}),
+         "tools[0].function.description"},
+        {"/v1/chat/completions", chat({{"tool_choice", {{"type", true}}}}), "tool_choice.type"},
+        {"/v1/chat/completions", chat({{"functions", {{{"name", "f"}, {"description", 7}}}}}), "functions[0].description"},
+        {"/v1/chat/completions", call_in_history({{"id", 5}, {"type", "function"}, {"function", fn}}), "messages[1].tool_calls[0].id"},
+        {"/v1/chat/completions", call_in_history({{"id", "c"}, {"type", "function"}, {"function", {{"name", "f"}, {"arguments", {{"a", 1}}}}}}),
+         "messages[1].tool_calls[0].function.arguments"},
+        {"/v1/chat/completions", call_in_history({{"id", "c"}, {"type", "function"}, {"function", {{"name", nullptr}, {"arguments", 1}}}}),
+         "messages[1].tool_calls[0].function.arguments"},
+    };
+    for (const Case& c : cases) {
+        HttpResult r = post_json(port(), c.path, c.body);
+        EXPECT_EQ(r.status, 400) << c.body.dump() << "\n" << r.body;
+        EXPECT_EQ(error_of(r)["param"], c.param) << r.body;
+    }
+    // What is fine: null for an optional field, and tools of other types (flint has none; Codex sends them).
+    HttpResult ok = post_json(port(), "/v1/responses",
+                              responses({{"tools", {{{"type", "web_search"}},
+                                                    {{"type", "function"}, {"name", "f"}, {"description", nullptr}, {"parameters", nullptr}}}}}));
+    EXPECT_EQ(ok.status, 200) << ok.body;
+    ok = post_json(port(), "/v1/chat/completions", call_in_history({{"id", "c"}, {"type", "function"}, {"function", fn}}));
+    EXPECT_EQ(ok.status, 200) << ok.body;
+}
+
 TEST_F(BadInput, UnknownFieldsAreIgnored) {
     HttpResult r = post_json(port(), "/v1/responses",
                              {{"model", "stories"}, {"input", "Once"}, {"max_output_tokens", 2}, {"frobnicate", {1, 2}},

@@ -109,6 +109,22 @@ TEST_F(ToolsHttp, ResponsesStreamTheWordsBeforeTheFunctionCallItem) {
     EXPECT_EQ(final_output[1]["name"], "exec_command");
 }
 
+// Optional fields of a tool sent as null (as some clients serialise them), and a tool of another type
+// (Codex sends web_search): rendered into the prompt and called as usual.
+TEST_F(ToolsHttp, NullOptionalToolFieldsAndOtherToolTypesAreFine) {
+    const json tools = {{{"type", "web_search"}},
+                        {{"type", "function"}, {"name", "exec_command"}, {"description", nullptr}, {"parameters", nullptr}, {"strict", nullptr}}};
+    HttpResult r = post_json(port(), "/v1/responses", {{"model", "agent"}, {"input", "Run echo."}, {"tools", tools}});
+    ASSERT_EQ(r.status, 200) << r.body;
+    const json out = r.json_body()["output"];
+    EXPECT_EQ(out.back()["type"], "function_call") << out.dump();
+    json chat_tools = json::array({{{"type", "function"}, {"function", {{"name", "exec_command"}, {"description", nullptr}}}}});
+    HttpResult c = post_json(port(), "/v1/chat/completions",
+                             {{"model", "agent"}, {"messages", {{{"role", "user"}, {"content", "Run echo."}}}}, {"tools", chat_tools}});
+    ASSERT_EQ(c.status, 200) << c.body;
+    EXPECT_EQ(c.json_body()["choices"][0]["finish_reason"], "tool_calls") << c.body;
+}
+
 // tool_choice "none": the model still sees the tools but cannot start a call (<tool_call> is banned), so
 // the answer has no call and no call markup — where this model would otherwise call.
 TEST_F(ToolsHttp, ToolChoiceNoneKeepsTheAnswerFreeOfCalls) {

@@ -122,8 +122,19 @@ static void append_forced_prefix(const ModelEntry& m, std::vector<int32_t>& prom
     prompt.insert(prompt.end(), t.begin(), t.end());
 }
 
-PreparedResponse prepare_response(ServerState& st, ResponsesRequest req, const ApiKey* key, const ConnectionCache* cache) {
-    PreparedResponse p;
+namespace {
+struct ResponsePrompt {
+    std::shared_ptr<ModelEntry> model;
+    std::vector<int32_t> tokens;
+    std::string forced;  // tool_choice's start of a call, at the end of `tokens`
+};
+}  // namespace
+
+// The prompt of a Responses request: the history it continues, its own items, tools and a forced call's
+// start; truncation "auto" drops items and turns until it fits. req.model is set from the history when the
+// client names none.
+static ResponsePrompt response_prompt(ServerState& st, ResponsesRequest& req, const ApiKey* key, const ConnectionCache* cache) {
+    ResponsePrompt out;
     // The history this request continues: the connection's own (not copied), or one from the store.
     const History* previous = nullptr;
     std::optional<History> owned;
@@ -138,8 +149,8 @@ PreparedResponse prepare_response(ServerState& st, ResponsesRequest req, const A
         // A continuation runs on the model that holds its history, unless the client names another one.
         if (req.model.empty()) req.model = previous->model;
     }
-    p.model = resolve_model(st, req.model, key);
-    ModelEntry& m = *p.model;
+    out.model = resolve_model(st, req.model, key);
+    ModelEntry& m = *out.model;
     if (previous && previous->model != m.name)
         throw bad_request("Response '" + req.previous_response_id + "' was made by model '" + previous->model +
                               "'; it cannot be continued with '" + m.name + "'.",
@@ -165,6 +176,22 @@ PreparedResponse prepare_response(ServerState& st, ResponsesRequest req, const A
             prompt = build_prompt(m, parts, previous, spare);
     }
     append_forced_prefix(m, prompt, forced);
+    out.tokens = std::move(prompt);
+    out.forced = forced;
+    return out;
+}
+
+int64_t count_input_tokens(ServerState& st, ResponsesRequest req, const ApiKey* key) {
+    return static_cast<int64_t>(response_prompt(st, req, key, nullptr).tokens.size());
+}
+
+PreparedResponse prepare_response(ServerState& st, ResponsesRequest req, const ApiKey* key, const ConnectionCache* cache) {
+    PreparedResponse p;
+    ResponsePrompt rp = response_prompt(st, req, key, cache);
+    p.model = std::move(rp.model);
+    ModelEntry& m = *p.model;
+    const std::string& forced = rp.forced;
+    std::vector<int32_t>& prompt = rp.tokens;
     if (static_cast<int>(prompt.size()) >= m.ctx) throw context_error(prompt.size(), m.ctx);
     if (prompt.empty()) throw bad_request("The input is empty and the model adds no BOS token: nothing to continue.", "input");
     p.gen.max_tokens = output_budget(m, prompt.size(), req.max_output_tokens);

@@ -43,6 +43,11 @@ struct PreparedResponse {
 // (400 previous_response_not_found), context too long (400 context_length_exceeded), bad input (400).
 PreparedResponse prepare_response(ServerState& st, ResponsesRequest req, const ApiKey* key, const ConnectionCache* cache);
 
+// POST /v1/responses/input_tokens: how many tokens the request's prompt would be — the prompt
+// prepare_response builds (history, instructions, tools, a forced call's start; truncation "auto" applied),
+// counted even when it is longer than the context. Throws as prepare_response does, but never for length.
+int64_t count_input_tokens(ServerState& st, ResponsesRequest req, const ApiKey* key);
+
 struct PreparedCompletion {
     std::shared_ptr<ModelEntry> model;
     GenerationRequest gen;

@@ -3,8 +3,10 @@
 #include <vector>
 
 #include "server/errors.h"
+#include "server/generation.h"
 #include "server/json_fields.h"
 #include "server/model_admin.h"
+#include "server/responses_api.h"
 #include "server/state.h"
 
 namespace flint::server {
@@ -69,6 +71,7 @@ static Route route_path(std::string_view method, std::string_view target) {
     if (s.size() == 2 && s[1] == "completions") return pick(post, Endpoint::Completions);
     if (s.size() >= 2 && s[1] == "responses") {
         if (s.size() == 2) return post ? Route{Endpoint::ResponsesCreate, {}} : pick(get, Endpoint::ResponsesSocket);
+        if (s.size() == 3 && s[2] == "input_tokens" && post) return {Endpoint::ResponsesInputTokens, {}};  // (ids are resp_…)
         std::string id(s[2]);
         if (s.size() == 3) return get ? Route{Endpoint::ResponseGet, id} : pick(del, Endpoint::ResponseDelete, id);
         if (s.size() == 4 && s[3] == "cancel") return pick(post, Endpoint::ResponseCancel, id);
@@ -89,6 +92,7 @@ const char* endpoint_name(Endpoint e) {
     case Endpoint::ResponseDelete: return "DELETE /v1/responses/{id}";
     case Endpoint::ResponseCancel: return "/v1/responses/{id}/cancel";
     case Endpoint::ResponseInputItems: return "/v1/responses/{id}/input_items";
+    case Endpoint::ResponsesInputTokens: return "/v1/responses/input_tokens";
     case Endpoint::ChatCompletions: return "/v1/chat/completions";
     case Endpoint::Completions: return "/v1/completions";
     case Endpoint::AdminLimitsGet:
@@ -173,6 +177,10 @@ Reply handle_simple(ServerState& st, const Route& r, const std::string& body, co
                     {"has_more", false}};
         return rep;
     }
+    case Endpoint::ResponsesInputTokens:
+        rep.body = {{"object", "response.input_tokens"},
+                    {"input_tokens", count_input_tokens(st, parse_responses_request(parse_body(body)), key)}};
+        return rep;
     case Endpoint::AdminLimitsGet:
         st.auth.check_admin(key);
         rep.body = st.limits.config();

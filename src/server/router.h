@@ -13,7 +13,7 @@ struct ApiKey;
 
 enum class Endpoint {
     Health, Metrics, Models, Model,
-    ResponsesCreate, ResponsesSocket, ResponseGet, ResponseDelete, ResponseCancel, ResponseInputItems,
+    ResponsesCreate, ResponsesSocket, ResponseGet, ResponseDelete, ResponseCancel, ResponseInputItems, ResponsesInputTokens,
     ChatCompletions, Completions, AdminLimitsGet, AdminLimitsSet, ModelLoad, ModelUnload,
     NotFound, MethodNotAllowed,
 };

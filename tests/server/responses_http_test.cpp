@@ -512,6 +512,72 @@ TEST_F(ResponsesHttp, TruncationAutoDropsTheOldestItemsOfALongRequest) {
     EXPECT_EQ(too_long.json_body()["error"]["code"], "context_length_exceeded");
 }
 
+// POST /v1/responses/input_tokens (the SDKs' responses.inputTokens.count): the prompt's length as a create
+// with the same body would have it — history, instructions, tools, a forced call, truncation — and, unlike a
+// create, also when it is longer than the context (that is what a client asks it to find out).
+TEST_F(ResponsesHttp, InputTokensCountsThePromptACreateWouldPrefill) {
+    auto count = [&](const json& req) {
+        HttpResult r = post_json(port(), "/v1/responses/input_tokens", req);
+        EXPECT_EQ(r.status, 200) << r.body;
+        const json j = r.json_body();
+        EXPECT_EQ(j["object"], "response.input_tokens");
+        return j.value("input_tokens", -1);
+    };
+    auto created = [&](const json& req) {
+        HttpResult r = post_json(port(), "/v1/responses", req);
+        EXPECT_EQ(r.status, 200) << r.body;
+        return r.json_body();
+    };
+    std::vector<std::string> models = {"stories"};
+    if (shared_exists("models/flint-tiny-code.gguf")) models.push_back("code");  // a chat template, tools rendered
+    for (const std::string& model : models) {
+        SCOPED_TRACE(model);
+        const json tools = {{{"type", "function"}, {"name", "run"}, {"parameters", {{"type", "object"}, {"properties", {{"cmd", {{"type", "string"}}}}}}}}};
+        const json bodies[] = {
+            {{"model", model}, {"input", "Once upon a time"}},
+            {{"model", model}, {"instructions", "Be brief."}, {"input", {{{"role", "user"}, {"content", "Hi"}}, {{"role", "assistant"}, {"content", "Hello."}}, {{"role", "user"}, {"content", "Go on."}}}}},
+            {{"model", model}, {"input", "Run ls."}, {"tools", tools}},
+            {{"model", model}, {"input", "Run ls."}, {"tools", tools}, {"tool_choice", "required"}},
+        };
+        for (json req : bodies) {
+            const int n = count(req);
+            req["max_output_tokens"] = 1;
+            req["temperature"] = 0;
+            EXPECT_EQ(n, created(req)["usage"]["input_tokens"].get<int>()) << req.dump();
+        }
+        // A continuation: its history counts.
+        const json first = created({{"model", model}, {"input", "Once upon a time"}, {"max_output_tokens", 8}, {"temperature", 0}});
+        const json next = {{"previous_response_id", first["id"]}, {"input", "And then?"}};
+        const int n = count(next);
+        EXPECT_GT(n, first["usage"]["total_tokens"].get<int>());
+        json req = next;
+        req["max_output_tokens"] = 1;
+        EXPECT_EQ(n, created(req)["usage"]["input_tokens"].get<int>());
+    }
+    // Longer than the context (512): counted; truncation "auto" counts what would be kept.
+    std::string text;
+    while (text.size() < 600) text += "The little dog ran to the park. ";
+    json items = json::array();
+    for (int k = 0; k < 5; ++k) items.push_back({{"role", "user"}, {"content", std::to_string(k) + ": " + text}});
+    json req = {{"model", "stories"}, {"input", items}};
+    EXPECT_GT(count(req), 512);
+    EXPECT_EQ(post_json(port(), "/v1/responses", req).status, 400) << "a create of it is refused";
+    req["truncation"] = "auto";
+    const int kept = count(req);
+    EXPECT_LT(kept, 512);
+    req["max_output_tokens"] = 1;
+    EXPECT_EQ(kept, created(req)["usage"]["input_tokens"].get<int>());
+    // Errors are a create's.
+    HttpResult missing = post_json(port(), "/v1/responses/input_tokens", {{"previous_response_id", "resp_nope"}, {"input", "x"}});
+    EXPECT_EQ(missing.status, 400);
+    EXPECT_EQ(missing.json_body()["error"]["param"], "previous_response_id");
+    EXPECT_EQ(post_json(port(), "/v1/responses/input_tokens", {{"model", "nope"}, {"input", "x"}}).status, 404);
+    HttpResult typed = post_json(port(), "/v1/responses/input_tokens", {{"model", "stories"}, {"input", 5}});
+    EXPECT_EQ(typed.status, 400);
+    EXPECT_EQ(typed.json_body()["error"]["param"], "input");
+    EXPECT_EQ(http(port(), "POST", "/v1/responses/input_tokens", "{nope").status, 400);
+}
+
 // DELETE on the SQLite store (what `flint serve` uses by default): the response is gone, also after a
 // restart, and only that one.
 TEST(ResponsesStore, DeleteRemovesOneStoredResponseForGood) {

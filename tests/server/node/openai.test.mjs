@@ -183,6 +183,17 @@ test('deprecated functions through the SDK: the stream helper assembles function
   assert.equal(next.choices[0].finish_reason, 'stop');
 });
 
+test('responses.inputTokens.count: the prompt a create with the same body prefills, tools and history included', async () => {
+  const body = { model: 'agent', instructions: 'Be brief.', input: 'Run echo.', tools: [{ type: 'function', name: 'exec_command', parameters: PARAMS }] };
+  const counted = await client.responses.inputTokens.count(body);
+  assert.equal(counted.object, 'response.input_tokens');
+  const r = await client.responses.create({ ...body, max_output_tokens: 1 });
+  assert.equal(counted.input_tokens, r.usage.input_tokens);
+  const next = await client.responses.inputTokens.count({ previous_response_id: r.id, input: 'And then?' });
+  assert.ok(next.input_tokens > r.usage.total_tokens, `${next.input_tokens} counts the history`);
+  await assert.rejects(client.responses.inputTokens.count({ model: 'nope', input: 'x' }), (e) => e.status === 404);
+});
+
 test('a wrong key is an AuthenticationError', async () => {
   const bad = new OpenAI({ apiKey: 'sk-wrong', baseURL: client.baseURL, maxRetries: 0 });
   await assert.rejects(bad.responses.create({ model: model(), input: 'x' }), (e) => e.status === 401);

@@ -132,30 +132,96 @@ std::vector<TextPart> render_tools(const nlohmann::json& tools) {
              true}};
 }
 
-std::string forced_call_prefix(const nlohmann::json& tool_choice, const nlohmann::json& tools) {
-    if (tool_choice.is_null() || tool_choice == "auto" || tool_choice == "none") return "";
-    // A function tool's (or a tool_choice's) name, in either API's shape: Responses flat, Chat under "function".
-    auto function_name = [](const nlohmann::json& t) -> std::string {
-        const nlohmann::json* f = function_tool(t);
-        return f && f->contains("name") && (*f)["name"].is_string() ? (*f)["name"].get<std::string>() : "";
-    };
+namespace {
+
+// A function tool's (or a tool_choice's) name, in either API's shape: Responses flat, Chat under "function".
+std::string function_name(const nlohmann::json& t) {
+    const nlohmann::json* f = function_tool(t);
+    return f && f->contains("name") && (*f)["name"].is_string() ? (*f)["name"].get<std::string>() : "";
+}
+
+std::vector<std::string> function_names(const nlohmann::json& tools) {
     std::vector<std::string> names;
     if (tools.is_array())
         for (const auto& t : tools)
             if (std::string n = function_name(t); !n.empty()) names.push_back(n);
+    return names;
+}
+
+struct AllowedTools {
+    bool required = false;            // mode "required" (else "auto")
+    std::vector<std::string> names;   // the functions named, each among the tools
+};
+
+// tool_choice {"type": "allowed_tools", …}, read and checked against the tools; nullopt for other forms.
+std::optional<AllowedTools> allowed_tools(const nlohmann::json& tool_choice, const nlohmann::json& tools) {
+    if (!tool_choice.is_object() || tool_choice.value("type", nlohmann::json()) != "allowed_tools") return std::nullopt;
+    const nlohmann::json* spec = &tool_choice;
+    std::string param = "tool_choice";
+    if (auto it = tool_choice.find("allowed_tools"); it != tool_choice.end()) {  // Chat's shape
+        if (!it->is_object()) wrong_type("tool_choice.allowed_tools", "an object {mode, tools}");
+        spec = &*it;
+        param += ".allowed_tools";
+    }
+    AllowedTools out;
+    const std::optional<std::string> mode = opt_string(*spec, "mode", param + ".mode");
+    if (!mode) missing(param + ".mode");
+    if (*mode != "auto" && *mode != "required")
+        throw bad_request("Invalid '" + param + ".mode': expected \"auto\" or \"required\", got '" + *mode + "'.", param + ".mode",
+                          "invalid_value");
+    out.required = *mode == "required";
+    const nlohmann::json* list = field(*spec, "tools");
+    if (!list) missing(param + ".tools");
+    if (!list->is_array()) wrong_type(param + ".tools", "an array");
+    const std::vector<std::string> names = function_names(tools);
+    for (size_t i = 0; i < list->size(); ++i) {
+        const std::string at = param + ".tools[" + std::to_string(i) + "]";
+        if (!(*list)[i].is_object()) wrong_type(at, "an object");
+        if (!function_tool((*list)[i])) continue;  // (a built-in tool: flint has none)
+        const std::string name = function_name((*list)[i]);
+        if (name.empty()) missing(at + ".name");
+        if (std::find(names.begin(), names.end(), name) == names.end())
+            throw bad_request("Invalid '" + at + "': function '" + name + "' is not among the tools.", at, "invalid_value");
+        out.names.push_back(name);
+    }
+    return out;
+}
+
+}  // namespace
+
+std::string forced_call_prefix(const nlohmann::json& tool_choice, const nlohmann::json& tools) {
+    if (tool_choice.is_null() || tool_choice == "auto" || tool_choice == "none") return "";
     const std::string open = std::string(kToolOpen) + "\n{\"name\": \"";
+    if (const std::optional<AllowedTools> allowed = allowed_tools(tool_choice, tools)) {
+        if (!allowed->required) return "";
+        if (allowed->names.empty())
+            throw bad_request("tool_choice allowed_tools with mode 'required' needs at least one function tool to call.",
+                              "tool_choice", "invalid_value");
+        return open;
+    }
+    const std::vector<std::string> names = function_names(tools);
     if (tool_choice == "required") {
         if (names.empty()) throw bad_request("tool_choice 'required' needs at least one function tool.", "tool_choice", "invalid_value");
         return open;
     }
     const std::string name = function_name(tool_choice);
     if (name.empty())
-        throw bad_request("Invalid 'tool_choice': expected \"auto\", \"none\", \"required\" or a function "
-                          "({\"type\": \"function\", \"name\": …}).",
+        throw bad_request("Invalid 'tool_choice': expected \"auto\", \"none\", \"required\", a function "
+                          "({\"type\": \"function\", \"name\": …}) or allowed_tools.",
                           "tool_choice", "invalid_value");
     if (std::find(names.begin(), names.end(), name) == names.end())
         throw bad_request("Invalid 'tool_choice': function '" + name + "' is not among the tools.", "tool_choice", "invalid_value");
     return open + name + "\", \"arguments\":";
+}
+
+nlohmann::json callable_tools(const nlohmann::json& tool_choice, const nlohmann::json& tools) {
+    if (tool_choice == "none" || !tools.is_array()) return nlohmann::json::array();
+    const std::optional<AllowedTools> allowed = allowed_tools(tool_choice, tools);
+    if (!allowed) return tools;
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& t : tools)
+        if (std::find(allowed->names.begin(), allowed->names.end(), function_name(t)) != allowed->names.end()) out.push_back(t);
+    return out;
 }
 
 std::vector<int32_t> build_prompt(const ModelEntry& m, const PromptParts& p, const History* previous, size_t spare) {

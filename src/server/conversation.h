@@ -78,12 +78,20 @@ bool drop_oldest_turns(const ModelEntry& m, History& history, size_t excess);
 std::vector<TextPart> render_tools(const nlohmann::json& tools);
 
 // tool_choice → the start of the answer the server writes for the model, so that it must call: "required"
-// → `<tool_call>\n{"name": "` (the model picks the function), a named function (Responses
-// {"type":"function","name":N}, Chat {"type":"function","function":{"name":N}}) → the same up to
-// `"arguments":`. "auto", "none" or absent → "". The prefix is appended to the prompt and fed to the tool-call
-// parser ahead of the model's text. Throws ApiError (param tool_choice) for an unknown form, a function not
-// among the tools, or a call required with no function tools.
+// or allowed_tools with mode "required" → `<tool_call>\n{"name": "` (the model picks the function), a named
+// function (Responses {"type":"function","name":N}, Chat {"type":"function","function":{"name":N}}) → the
+// same up to `"arguments":`. "auto", "none", allowed_tools with mode "auto", or absent → "". The prefix is
+// appended to the prompt and fed to the tool-call parser ahead of the model's text. Throws ApiError (param
+// tool_choice…) for an unknown form, a function not among the tools, or a call required with no function
+// tool to call.
 std::string forced_call_prefix(const nlohmann::json& tool_choice, const nlohmann::json& tools);
+
+// The request's tools the model may call this turn: none for "none"; for allowed_tools (Responses
+// {"type":"allowed_tools","mode":…,"tools":[…]}, Chat the same under "allowed_tools") the function tools
+// it names, with their full definitions (entries of other types name no function flint has, and are
+// skipped); otherwise all of them. All the tools stay in the prompt, so a client can keep one tools list —
+// and the prompt's cached prefix — and narrow the choice turn by turn. Throws as forced_call_prefix does.
+nlohmann::json callable_tools(const nlohmann::json& tool_choice, const nlohmann::json& tools);
 
 // Qwen2.5's tool-call markup, around a {"name":…,"arguments":…} object.
 constexpr const char* kToolOpen = "<tool_call>";

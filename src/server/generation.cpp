@@ -86,9 +86,10 @@ static void check_logit_bias(const ModelEntry& m, const std::vector<std::pair<in
     for (const auto& [id, b] : bias) require_in_vocab(m, id, "logit_bias", "logit_bias." + std::to_string(id));
 }
 
-// tool_choice "none" with tools: the model still sees them, but cannot start a call.
+// Tools the model may not call this turn (tool_choice "none", or allowed_tools naming no function): it still
+// sees them, but cannot start a call.
 static void ban_tool_calls(const ModelEntry& m, const json& tool_choice, const json& tools, SamplingParams& s) {
-    if (tool_choice != "none" || !tools.is_array() || tools.empty()) return;
+    if (!tools.is_array() || tools.empty() || !callable_tools(tool_choice, tools).empty()) return;
     if (auto id = m.tokenizer->find_token(kToolOpen)) s.logit_bias.push_back({*id, -std::numeric_limits<float>::infinity()});
 }
 
@@ -97,14 +98,16 @@ static void ban_tool_calls(const ModelEntry& m, const json& tool_choice, const j
 //   (the format then applies to the answer that follows the tool's output, as with OpenAI's models);
 // - the call's JSON is constrained to the tools' schemas (output_format.h tool_call_schema), and closed with
 //   </tool_call> once complete; with parallel_tool_calls false, the answer ends there (the server would keep
-//   only the first call: a second one is not worth generating). `forced`: tool_choice's start of a call,
-//   already in the prompt, which the output continues.
+//   only the first call: a second one is not worth generating). Only the tools tool_choice leaves callable
+//   (allowed_tools) may be named. `forced`: tool_choice's start of a call, already in the prompt, which the
+//   output continues.
 static void allow_calls(const ModelEntry& m, const json& tool_choice, const json& tools, bool parallel_calls,
                         const std::string& forced, GenerationRequest& g) {
-    if (tool_choice == "none" || !tools.is_array() || tools.empty()) return;
+    const json callable = callable_tools(tool_choice, tools);
+    if (callable.empty()) return;
     const std::optional<int32_t> open = m.tokenizer->find_token(kToolOpen);
     if (!open) return;
-    g.call_schema = tool_call_schema(tools);
+    g.call_schema = tool_call_schema(callable);
     g.call_open = *open;
     g.call_close = m.tokenizer->find_token(kToolClose).value_or(-1);
     g.one_call = !parallel_calls;

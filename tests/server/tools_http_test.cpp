@@ -308,6 +308,73 @@ TEST_F(ToolChoiceHttp, ARandomModelsForcedCallFitsTheToolsParameters) {
     }
 }
 
+// tool_choice allowed_tools: every tool stays in the prompt (its cached prefix unchanged), and the call may
+// name only the allowed functions. tiny-qwen2 (random weights) forced to call by mode "required": the
+// prompt is the same whichever function is allowed, so only the constraint can make the two calls differ.
+TEST_F(ToolChoiceHttp, AllowedToolsNarrowTheCallToTheFunctionsItNames) {
+    FLINT_REQUIRE_SHARED("models/tiny-qwen2-f32.gguf");
+    ASSERT_EQ(post_json(port(), "/v1/models", {{"path", shared_path("models/tiny-qwen2-f32.gguf")}, {"id", "random"}}).status, 201);
+    auto params = [](const char* key) {
+        return json{{"type", "object"}, {"properties", {{key, {{"type", "integer"}}}}}, {"required", {key}}, {"additionalProperties", false}};
+    };
+    const json tools = {{{"type", "function"}, {"name", "get_weather"}, {"parameters", params("days")}},
+                        {{"type", "function"}, {"name", "get_time"}, {"parameters", params("zone")}}};
+    int prompt_tokens = -1;
+    for (const char* allowed : {"get_weather", "get_time"}) {
+        SCOPED_TRACE(allowed);
+        const json choice = {{"type", "allowed_tools"}, {"mode", "required"}, {"tools", {{{"type", "function"}, {"name", allowed}}}}};
+        HttpResult r = post_json(port(), "/v1/responses",
+                                 {{"model", "random"}, {"input", "Weather in Oslo?"}, {"max_output_tokens", 120}, {"seed", 1}, {"tools", tools},
+                                  {"tool_choice", choice}, {"parallel_tool_calls", false}});
+        ASSERT_EQ(r.status, 200) << r.body;
+        const json body = r.json_body();
+        ASSERT_EQ(body["output"].size(), 1u) << body["output"].dump();
+        EXPECT_EQ(body["output"][0]["type"], "function_call");
+        EXPECT_EQ(body["output"][0]["name"], allowed);
+        EXPECT_EQ(json::parse(body["output"][0]["arguments"].get<std::string>()).size(), 1u) << body["output"][0]["arguments"];
+        EXPECT_EQ(body["tool_choice"], choice) << "echoed as given";
+        if (prompt_tokens >= 0) {
+            EXPECT_EQ(body["usage"]["input_tokens"], prompt_tokens) << "the same prompt";
+        }
+        prompt_tokens = body["usage"]["input_tokens"];
+    }
+    // Chat's shape (under "allowed_tools"); the "pick" model writes exec_command's name itself.
+    const json chat_choice = {{"type", "allowed_tools"},
+                              {"allowed_tools", {{"mode", "required"}, {"tools", {{{"type", "function"}, {"function", {{"name", "exec_command"}}}}}}}}};
+    HttpResult c = post_json(port(), "/v1/chat/completions",
+                             {{"model", "pick"}, {"messages", {{{"role", "user"}, {"content", "Do something."}}}}, {"tools", chat_tools()},
+                              {"tool_choice", chat_choice}});
+    ASSERT_EQ(c.status, 200) << c.body;
+    EXPECT_EQ(c.json_body()["choices"][0]["message"]["tool_calls"][0]["function"]["name"], "exec_command") << c.body;
+    // mode "auto" naming no function (only a built-in tool): no call, as with "none" — where "caller" would call.
+    const json none_allowed = {{"type", "allowed_tools"}, {"mode", "auto"}, {"tools", {{{"type", "web_search"}}}}};
+    HttpResult text = post_json(port(), "/v1/responses",
+                                {{"model", "caller"}, {"input", "Run echo."}, {"tools", kTools}, {"tool_choice", none_allowed}, {"max_output_tokens", 32}});
+    ASSERT_EQ(text.status, 200) << text.body;
+    EXPECT_EQ(text.json_body()["output"][0]["type"], "message") << text.body;
+    HttpResult calls = post_json(port(), "/v1/responses",
+                                 {{"model", "caller"}, {"input", "Run echo."}, {"tools", kTools},
+                                  {"tool_choice", {{"type", "allowed_tools"}, {"mode", "auto"}, {"tools", {{{"type", "function"}, {"name", "exec_command"}}}}}}});
+    ASSERT_EQ(calls.status, 200) << calls.body;
+    EXPECT_EQ(calls.json_body()["output"].back()["type"], "function_call") << calls.body;
+    // Mistakes name the field.
+    const std::pair<json, const char*> bad[] = {
+        {{{"type", "allowed_tools"}, {"mode", "sometimes"}, {"tools", json::array()}}, "tool_choice.mode"},
+        {{{"type", "allowed_tools"}, {"tools", json::array()}}, "tool_choice.mode"},
+        {{{"type", "allowed_tools"}, {"mode", "auto"}}, "tool_choice.tools"},
+        {{{"type", "allowed_tools"}, {"mode", "auto"}, {"tools", {{{"type", "function"}, {"name", "nope"}}}}}, "tool_choice.tools[0]"},
+        {{{"type", "allowed_tools"}, {"mode", "auto"}, {"tools", {5}}}, "tool_choice.tools[0]"},
+        {{{"type", "allowed_tools"}, {"mode", "required"}, {"tools", {{{"type", "web_search"}}}}}, "tool_choice"},
+        {{{"type", "allowed_tools"}, {"allowed_tools", {{"mode", "auto"}, {"tools", {{{"type", "function"}, {"function", {{"name", "nope"}}}}}}}}},
+         "tool_choice.allowed_tools.tools[0]"},
+    };
+    for (const auto& [choice, param] : bad) {
+        HttpResult e = post_json(port(), "/v1/responses", {{"model", "caller"}, {"input", "x"}, {"tools", kTools}, {"tool_choice", choice}});
+        EXPECT_EQ(e.status, 400) << choice.dump() << " " << e.body;
+        EXPECT_EQ(e.json_body()["error"]["param"], param) << e.body;
+    }
+}
+
 // json_object on both APIs: the "args" model's own answer ({"cmd":"echo hi"}} and a closing tag) is not
 // JSON; constrained, it is one complete JSON object, and the answer ends there.
 TEST_F(ToolChoiceHttp, JsonObjectFormatMakesTheAnswerOneJsonObject) {

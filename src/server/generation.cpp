@@ -86,27 +86,26 @@ static void check_logit_bias(const ModelEntry& m, const std::vector<std::pair<in
     for (const auto& [id, b] : bias) require_in_vocab(m, id, "logit_bias", "logit_bias." + std::to_string(id));
 }
 
-// Tools the model may not call this turn (tool_choice "none", or allowed_tools naming no function): it still
-// sees them, but cannot start a call.
-static void ban_tool_calls(const ModelEntry& m, const json& tool_choice, const json& tools, SamplingParams& s) {
-    if (!tools.is_array() || tools.empty() || !callable_tools(tool_choice, tools).empty()) return;
-    if (auto id = m.tokenizer->find_token(kToolOpen)) s.logit_bias.push_back({*id, -std::numeric_limits<float>::infinity()});
-}
-
-// Whenever the model may call (tools, tool_choice not "none", a vocab with the <tool_call> token):
+// What the model may do with the request's tools. Those it may not call this turn (tool_choice "none", or
+// allowed_tools naming no function): it still sees them, but <tool_call> is banned. Whenever it may call
+// (callable tools, a vocab with the <tool_call> token):
 // - a JSON-constrained answer may instead be a call: the call's opening token is allowed as its first token
 //   (the format then applies to the answer that follows the tool's output, as with OpenAI's models);
-// - the call's JSON is constrained to the tools' schemas (output_format.h tool_call_schema), and closed with
-//   </tool_call> once complete; with parallel_tool_calls false, the answer ends there (the server would keep
-//   only the first call: a second one is not worth generating). Only the tools tool_choice leaves callable
-//   (allowed_tools) may be named. `forced`: tool_choice's start of a call, already in the prompt, which the
-//   output continues.
-static void allow_calls(const ModelEntry& m, const json& tool_choice, const json& tools, bool parallel_calls,
-                        const std::string& forced, GenerationRequest& g) {
-    const json callable = callable_tools(tool_choice, tools);
-    if (callable.empty()) return;
+// - the call's JSON is constrained to the callable tools' schemas (output_format.h tool_call_schema), so it
+//   names one of them, and closed with </tool_call> once complete; with parallel_tool_calls false, the answer
+//   ends there (the server would keep only the first call: a second one is not worth generating).
+// `forced`: tool_choice's start of a call, already in the prompt, which the output continues. Call after the
+// request's own logit_bias is set.
+static void set_tool_calls(const ModelEntry& m, const json& tool_choice, const json& tools, bool parallel_calls,
+                           const std::string& forced, GenerationRequest& g) {
+    if (!tools.is_array() || tools.empty()) return;
     const std::optional<int32_t> open = m.tokenizer->find_token(kToolOpen);
     if (!open) return;
+    const json callable = callable_tools(tool_choice, tools);
+    if (callable.empty()) {
+        g.sampling.logit_bias.push_back({*open, -std::numeric_limits<float>::infinity()});
+        return;
+    }
     g.call_schema = tool_call_schema(callable);
     g.call_open = *open;
     g.call_close = m.tokenizer->find_token(kToolClose).value_or(-1);
@@ -206,8 +205,7 @@ PreparedResponse prepare_response(ServerState& st, ResponsesRequest req, const A
     }
     p.gen.generate = req.generate;
     p.gen.json_schema = forced.empty() ? req.format : nullptr;  // a forced call is the answer: no content to constrain
-    allow_calls(m, req.tool_choice, req.tools, req.parallel_tool_calls, forced, p.gen);
-    ban_tool_calls(m, req.tool_choice, req.tools, p.gen.sampling);
+    set_tool_calls(m, req.tool_choice, req.tools, req.parallel_tool_calls, forced, p.gen);
     p.gen.priority = req.service_tier == "flex" ? Priority::Background : Priority::Interactive;
     p.gen.prediction = prediction_tokens(m, req.prediction);
     p.rec.id = make_id("resp_");
@@ -238,10 +236,9 @@ PreparedCompletion prepare_chat(ServerState& st, const ChatRequest& req, const A
     p.gen.stop = req.p.stop;
     p.gen.prediction = prediction_tokens(m, req.p.prediction);
     p.gen.json_schema = p.forced_prefix.empty() ? req.p.format : nullptr;  // (as in prepare_response)
-    allow_calls(m, req.tool_choice, req.tools, req.parallel_tool_calls, p.forced_prefix, p.gen);
     check_logit_bias(m, req.p.logit_bias);
     p.gen.sampling.logit_bias = req.p.logit_bias;
-    ban_tool_calls(m, req.tool_choice, req.tools, p.gen.sampling);
+    set_tool_calls(m, req.tool_choice, req.tools, req.parallel_tool_calls, p.forced_prefix, p.gen);
     return p;
 }
 

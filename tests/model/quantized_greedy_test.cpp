@@ -206,89 +206,106 @@ TEST(QuantizedGreedy, EightRowLayoutsGiveTheFileLayoutsLogits) {
 // model here: x / d = -25.500008 in layer 0's attention input, the two runs' x 3e-8 apart). The random
 // model amplifies that one-level step to ~1e-2 in the logits. The kernels
 // themselves are checked against the scalar ones, input for input, in tests/tensor/repack_test.cpp.
-TEST(QuantizedGreedy, RepackedKQuantModelsGiveTheFileLayoutsLogits) {
+//
+// One test per type (each is a model written and run several ways, ~50 s under ASan): together they took
+// longer than a test's time limit there.
+struct KQuantLayouts {
+    DType type, r16, r8;
+};
+void PrintTo(const KQuantLayouts& l, std::ostream* os) { *os << dtype_name(l.type); }
+class RepackedKQuant : public ::testing::TestWithParam<KQuantLayouts> {};
+
+TEST_P(RepackedKQuant, ModelGivesTheFileLayoutsLogits) {
     FLINT_REQUIRE_SHARED("tokenizers/qwen2/vocab.json");
     const ModelShape shape = small_qwen2_shape(512);
     const Isa best = active_isa();
-    struct Layouts {
-        DType type, r16, r8;
-    };
-    for (auto [type, packed_type, packed8_type] :
-         {Layouts{DType::Q4_K, DType::Q4_K_R16, DType::Q4_K_R8}, Layouts{DType::Q5_K, DType::Q5_K_R16, DType::Q5_K_R8},
-          Layouts{DType::Q6_K, DType::Q6_K_R16, DType::Q6_K_R8}, Layouts{DType::Q3_K, DType::Q3_K_R16, DType::Q3_K_R8},
-          Layouts{DType::Q2_K, DType::Q2_K_R16, DType::Q2_K_R8}, Layouts{DType::IQ4_XS, DType::IQ4_XS_R16, DType::IQ4_XS_R8}}) {
-        const std::string out = ::testing::TempDir() + "/kquant-256-" + std::string(dtype_name(type)) + ".gguf";
-        write_random_model({.shape = shape, .type = type, .seed = 3, .threads = 2}, out);
-        auto mapped = Model::load(out, Residency::Map);
-        auto packed = Model::load(out, Residency::HugePages);
-        EXPECT_EQ(0, mapped->repacked);
-        EXPECT_EQ(mapped->weights.layers[0].w_up.type, type);
-        const std::vector<int32_t> p = {9707, 11, 1879, 374, 264, 1273, 315, 279, 1614, 13};
-        auto logits = [&](const std::shared_ptr<Model>& m) { return Runner(m, 64).run(p, 0, Logits::All); };
-        if (best == Isa::AVX512) {
-            EXPECT_GT(packed->repacked, 0);
-            EXPECT_EQ(packed->weights.layers[0].w_up.type, packed_type);
-            auto la = logits(mapped), lb = logits(packed);
-            ASSERT_EQ(la.size(), lb.size());
-            const float worst = max_abs_diff(la, lb), mag = max_abs(la);
-            std::printf("random 256-wide qwen2 %s: repacked vs file layout (AVX-512), max |logit difference| %.2e (max |logit| %.2f)\n",
-                        std::string(dtype_name(type)).c_str(), worst, mag);
-            EXPECT_LT(worst, 0.05f * (mag + 1)) << dtype_name(type);
-            EXPECT_EQ(greedy(mapped, p, 20), greedy(packed, p, 20)) << dtype_name(type);
-        }
-        // On an AVX2 CPU (forced) they are repacked eight rows at a time instead.
-        std::shared_ptr<Model> packed8;
-        if (best != Isa::Scalar) {
-            set_isa(Isa::AVX2);
-            packed8 = Model::load(out, Residency::HugePages);
-            EXPECT_EQ(packed8->weights.layers[0].w_up.type, packed8_type);
-            auto la = logits(mapped), lb = logits(packed8);
-            const float worst = max_abs_diff(la, lb);
-            std::printf("random 256-wide qwen2 %s: eight-row layout vs file layout (AVX2), max |logit difference| %.2e\n",
-                        std::string(dtype_name(type)).c_str(), worst);
-            EXPECT_LT(worst, 0.05f) << dtype_name(type);
-            EXPECT_EQ(greedy(mapped, p, 20), greedy(packed8, p, 20)) << dtype_name(type);
-        }
-        set_isa(Isa::Scalar);  // the repacked model keeps its layout; the scalar kernels read both
-        auto sa = logits(mapped), sb = logits(packed);
-        const auto s8 = packed8 ? logits(packed8) : sa;
-        set_isa(best);
-        ASSERT_EQ(sa.size(), sb.size());
-        EXPECT_EQ(0, std::memcmp(sa.data(), sb.data(), sa.size() * sizeof(float))) << dtype_name(type) << ", scalar kernels";
-        EXPECT_EQ(0, std::memcmp(sa.data(), s8.data(), sa.size() * sizeof(float))) << dtype_name(type) << ", scalar kernels, eight rows";
-        std::filesystem::remove(out);
+    const auto [type, packed_type, packed8_type] = GetParam();
+    const std::string out = ::testing::TempDir() + "/kquant-256-" + std::string(dtype_name(type)) + ".gguf";
+    write_random_model({.shape = shape, .type = type, .seed = 3, .threads = 2}, out);
+    auto mapped = Model::load(out, Residency::Map);
+    auto packed = Model::load(out, Residency::HugePages);
+    EXPECT_EQ(0, mapped->repacked);
+    EXPECT_EQ(mapped->weights.layers[0].w_up.type, type);
+    const std::vector<int32_t> p = {9707, 11, 1879, 374, 264, 1273, 315, 279, 1614, 13};
+    auto logits = [&](const std::shared_ptr<Model>& m) { return Runner(m, 64).run(p, 0, Logits::All); };
+    if (best == Isa::AVX512) {
+        EXPECT_GT(packed->repacked, 0);
+        EXPECT_EQ(packed->weights.layers[0].w_up.type, packed_type);
+        auto la = logits(mapped), lb = logits(packed);
+        ASSERT_EQ(la.size(), lb.size());
+        const float worst = max_abs_diff(la, lb), mag = max_abs(la);
+        std::printf("random 256-wide qwen2 %s: repacked vs file layout (AVX-512), max |logit difference| %.2e (max |logit| %.2f)\n",
+                    std::string(dtype_name(type)).c_str(), worst, mag);
+        EXPECT_LT(worst, 0.05f * (mag + 1)) << dtype_name(type);
+        EXPECT_EQ(greedy(mapped, p, 20), greedy(packed, p, 20)) << dtype_name(type);
     }
+    // On an AVX2 CPU (forced) they are repacked eight rows at a time instead.
+    std::shared_ptr<Model> packed8;
+    if (best != Isa::Scalar) {
+        set_isa(Isa::AVX2);
+        packed8 = Model::load(out, Residency::HugePages);
+        EXPECT_EQ(packed8->weights.layers[0].w_up.type, packed8_type);
+        auto la = logits(mapped), lb = logits(packed8);
+        const float worst = max_abs_diff(la, lb);
+        std::printf("random 256-wide qwen2 %s: eight-row layout vs file layout (AVX2), max |logit difference| %.2e\n",
+                    std::string(dtype_name(type)).c_str(), worst);
+        EXPECT_LT(worst, 0.05f) << dtype_name(type);
+        EXPECT_EQ(greedy(mapped, p, 20), greedy(packed8, p, 20)) << dtype_name(type);
+    }
+    set_isa(Isa::Scalar);  // the repacked model keeps its layout; the scalar kernels read both
+    auto sa = logits(mapped), sb = logits(packed);
+    const auto s8 = packed8 ? logits(packed8) : sa;
+    set_isa(best);
+    ASSERT_EQ(sa.size(), sb.size());
+    EXPECT_EQ(0, std::memcmp(sa.data(), sb.data(), sa.size() * sizeof(float))) << dtype_name(type) << ", scalar kernels";
+    EXPECT_EQ(0, std::memcmp(sa.data(), s8.data(), sa.size() * sizeof(float))) << dtype_name(type) << ", scalar kernels, eight rows";
+    std::filesystem::remove(out);
 }
+
+INSTANTIATE_TEST_SUITE_P(QuantizedGreedy, RepackedKQuant,
+                         ::testing::Values(KQuantLayouts{DType::Q4_K, DType::Q4_K_R16, DType::Q4_K_R8},
+                                           KQuantLayouts{DType::Q5_K, DType::Q5_K_R16, DType::Q5_K_R8},
+                                           KQuantLayouts{DType::Q6_K, DType::Q6_K_R16, DType::Q6_K_R8},
+                                           KQuantLayouts{DType::Q3_K, DType::Q3_K_R16, DType::Q3_K_R8},
+                                           KQuantLayouts{DType::Q2_K, DType::Q2_K_R16, DType::Q2_K_R8},
+                                           KQuantLayouts{DType::IQ4_XS, DType::IQ4_XS_R16, DType::IQ4_XS_R8}),
+                         [](const ::testing::TestParamInfo<KQuantLayouts>& i) { return std::string(dtype_name(i.param.type)); });
 
 // The file-layout kernels of Q4_1, Q5_1, IQ4_NL, Q2_K, Q3_K and IQ4_XS (mapped: no repack): a random 256-wide
 // qwen2 model in each gives the scalar kernels' logits on the SIMD ones within the kernels' rounding (see
-// RepackedKQuantModelsGiveTheFileLayoutsLogits on why the bound is loose), and the same greedy ids.
-TEST(QuantizedGreedy, FileLayoutOnlyTypesAgreeAcrossKernels) {
+// RepackedKQuant.ModelGivesTheFileLayoutsLogits on why the bound is loose), and the same greedy ids. One
+// test per type, as there.
+class FileLayoutOnly : public ::testing::TestWithParam<DType> {};
+
+TEST_P(FileLayoutOnly, TypeAgreesAcrossKernels) {
     FLINT_REQUIRE_SHARED("tokenizers/qwen2/vocab.json");
     if (best_isa() == Isa::Scalar) GTEST_SKIP() << "this CPU has no AVX2";
     const ModelShape shape = small_qwen2_shape(512);
     const Isa best = active_isa();
-    for (DType type : {DType::Q4_1, DType::Q5_1, DType::IQ4_NL, DType::Q2_K, DType::Q3_K, DType::IQ4_XS}) {
-        const std::string out = ::testing::TempDir() + "/file-layout-" + std::string(dtype_name(type)) + ".gguf";
-        write_random_model({.shape = shape, .type = type, .seed = 4, .threads = 2}, out);
-        auto m = Model::load(out, Residency::Map);
-        EXPECT_EQ(0, m->repacked) << dtype_name(type);
-        EXPECT_EQ(m->weights.layers[0].w_up.type, type);
-        EXPECT_EQ(m->weights.layers[0].wq.type, type);
-        const std::vector<int32_t> p = {9707, 11, 1879, 374, 264, 1273, 315, 279, 1614, 13};
-        set_isa(Isa::Scalar);
-        const auto want = Runner(m, 64).run(p, 0, Logits::All);
-        const auto want_ids = greedy(m, p, 20);
-        set_isa(best);
-        const auto got = Runner(m, 64).run(p, 0, Logits::All);
-        const float worst = max_abs_diff(want, got), mag = max_abs(want);
-        std::printf("random 256-wide qwen2 %s: %s vs scalar kernels, max |logit difference| %.2e (max |logit| %.2f)\n",
-                    std::string(dtype_name(type)).c_str(), std::string(isa_name(best)).c_str(), worst, mag);
-        EXPECT_LT(worst, 0.05f * (mag + 1)) << dtype_name(type);
-        EXPECT_EQ(want_ids, greedy(m, p, 20)) << dtype_name(type);
-        std::filesystem::remove(out);
-    }
+    const DType type = GetParam();
+    const std::string out = ::testing::TempDir() + "/file-layout-" + std::string(dtype_name(type)) + ".gguf";
+    write_random_model({.shape = shape, .type = type, .seed = 4, .threads = 2}, out);
+    auto m = Model::load(out, Residency::Map);
+    EXPECT_EQ(0, m->repacked) << dtype_name(type);
+    EXPECT_EQ(m->weights.layers[0].w_up.type, type);
+    EXPECT_EQ(m->weights.layers[0].wq.type, type);
+    const std::vector<int32_t> p = {9707, 11, 1879, 374, 264, 1273, 315, 279, 1614, 13};
+    set_isa(Isa::Scalar);
+    const auto want = Runner(m, 64).run(p, 0, Logits::All);
+    const auto want_ids = greedy(m, p, 20);
+    set_isa(best);
+    const auto got = Runner(m, 64).run(p, 0, Logits::All);
+    const float worst = max_abs_diff(want, got), mag = max_abs(want);
+    std::printf("random 256-wide qwen2 %s: %s vs scalar kernels, max |logit difference| %.2e (max |logit| %.2f)\n",
+                std::string(dtype_name(type)).c_str(), std::string(isa_name(best)).c_str(), worst, mag);
+    EXPECT_LT(worst, 0.05f * (mag + 1)) << dtype_name(type);
+    EXPECT_EQ(want_ids, greedy(m, p, 20)) << dtype_name(type);
+    std::filesystem::remove(out);
 }
+
+INSTANTIATE_TEST_SUITE_P(QuantizedGreedy, FileLayoutOnly,
+                         ::testing::Values(DType::Q4_1, DType::Q5_1, DType::IQ4_NL, DType::Q2_K, DType::Q3_K, DType::IQ4_XS),
+                         [](const ::testing::TestParamInfo<DType>& i) { return std::string(dtype_name(i.param)); });
 
 // A wide FFN (2560: its down projection's sixteen-row groups plus the activation row overflow the panel
 // budget) is stored and multiplied in column panels on AVX-512 (tensor/repack.h). The whole forward pass

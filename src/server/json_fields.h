@@ -86,14 +86,12 @@ inline std::optional<int64_t> opt_int(const json& obj, const char* key, const st
     return i;
 }
 
-// Parses a request body; malformed JSON (including invalid UTF-8 in strings) is a 400.
 // A function's definition ({name, description, parameters, strict}, `param` names it): the name a
 // non-empty string, the others, where given, a string, an object and a boolean.
 inline void check_function(const json& f, const std::string& param) {
-    const json* name = field(f, "name");
+    const std::optional<std::string> name = opt_string(f, "name", param + ".name");
     if (!name) missing(param + ".name");
-    if (!name->is_string()) wrong_type(param + ".name", "a string");
-    if (name->get_ref<const std::string&>().empty())
+    if (name->empty())
         throw bad_request("Invalid '" + param + ".name': empty string.", param + ".name", "empty_string");
     opt_string(f, "description", param + ".description");
     if (const json* p = field(f, "parameters"); p && !p->is_object()) wrong_type(param + ".parameters", "an object (a JSON Schema)");
@@ -109,9 +107,8 @@ inline void check_tools(const json& tools) {
         const std::string at = "tools[" + std::to_string(i) + "]";
         const json& t = tools[i];
         if (!t.is_object()) wrong_type(at, "an object");
-        const json* type = field(t, "type");
+        const std::optional<std::string> type = opt_string(t, "type", at + ".type");
         if (!type) missing(at + ".type");
-        if (!type->is_string()) wrong_type(at + ".type", "a string");
         if (*type != "function") continue;
         if (const json* f = field(t, "function")) {
             if (!f->is_object()) wrong_type(at + ".function", "an object {name, description, parameters}");
@@ -127,11 +124,10 @@ inline void check_tools(const json& tools) {
 inline void check_tool_choice(const json& tc) {
     if (tc.is_string()) return;
     if (!tc.is_object()) wrong_type("tool_choice", "a string or an object");
-    const json* type = field(tc, "type");
-    if (!type) missing("tool_choice.type");
-    if (!type->is_string()) wrong_type("tool_choice.type", "a string");
+    if (!opt_string(tc, "type", "tool_choice.type")) missing("tool_choice.type");
 }
 
+// Parses a request body; malformed JSON (including invalid UTF-8 in strings) is a 400.
 inline json parse_body(const std::string& body) {
     json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
     if (j.is_discarded())

@@ -50,11 +50,13 @@ void http_parse(std::string_view data) {
     }
 }
 
-// The tools of a request that parsed: rendered for the prompt, the forced start of a call, the call schema.
+// The tools of a request that parsed: rendered for the prompt, the forced start of a call, the tools the
+// choice lets it call and their call schema (as generation.cpp's set_tool_calls builds it).
 void tools_of(const json& tools, const json& tool_choice) {
     (void)render_tools(tools);
     (void)tool_call_schema(tools);
     (void)forced_call_prefix(tool_choice, tools);  // (may refuse: ApiError)
+    if (tools.is_array() && !tools.empty()) (void)tool_call_schema(callable_tools(tool_choice, tools));
 }
 
 void json_requests(std::string_view data, int which) {
